@@ -1,0 +1,207 @@
+//! `kwb inspect`: what the compiler made of each version (registers, shared memory, spills,
+//! barriers) and the occupancy that gives at the workspace's launch configurations. The report
+//! is a plain serializable struct; [`text`] renders it for people, serde_json for programs
+//! (schema in docs/inspect-json.md).
+
+pub mod text;
+pub mod timings;
+
+use crate::compile::occupancy::{self, KernelUsage, Occupancy};
+use crate::compile::{Arch, CompiledVersion, KernelResources};
+use crate::diag::Diagnostic;
+use crate::workspace::{SizeEnv, Workspace};
+use serde::Serialize;
+
+/// Version of the JSON layout; bumped only on incompatible changes.
+pub const SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InspectReport {
+    pub schema: u32,
+    pub kwb_version: &'static str,
+    pub workspace: String,
+    pub arch: Arch,
+    pub nvrtc_version: String,
+    pub versions: Vec<VersionReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionReport {
+    pub name: String,
+    pub file: String,
+    pub ok: bool,
+    pub cached: bool,
+    pub compile_ms: f64,
+    pub options: Vec<String>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub kernels: Vec<KernelReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ptx: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelReport {
+    #[serde(flatten)]
+    pub resources: KernelResources,
+    /// One entry per launch of this kernel and problem size.
+    pub launches: Vec<LaunchReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchReport {
+    /// The problem size this launch was evaluated at (empty for a bare kernel file).
+    pub size: String,
+    pub grid: [u64; 3],
+    pub block: [u64; 3],
+    pub dynamic_shared_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occupancy: Option<Occupancy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Builds the report for compiled versions of `ws`. `block_default` sets the block size used
+/// for kernels that no launch names (ad-hoc `.cu` inspection).
+pub fn report(
+    ws: &Workspace,
+    compiled: &[CompiledVersion],
+    arch: Arch,
+    nvrtc: (i32, i32),
+    with_ptx: bool,
+    block_default: u32,
+) -> InspectReport {
+    let versions = compiled
+        .iter()
+        .map(|c| {
+            let version = ws.versions.iter().find(|v| v.name == c.version);
+            // The version's own entries first, in launch order, then any other kernels.
+            let mut ordered: Vec<&KernelResources> = Vec::new();
+            for e in version.map(|v| v.entries()).unwrap_or_default() {
+                ordered.extend(c.kernel(e));
+            }
+            let rest: Vec<&KernelResources> = c
+                .kernels
+                .iter()
+                .filter(|k| !ordered.iter().any(|o| o.name == k.name))
+                .collect();
+            ordered.extend(rest);
+            let kernels = ordered
+                .into_iter()
+                .map(|k| KernelReport {
+                    resources: (*k).clone(),
+                    launches: match version {
+                        Some(v) if v.launches.iter().any(|l| l.entry == k.name) => {
+                            launches_of(ws, v, k, arch)
+                        }
+                        _ => vec![default_launch(k, arch, block_default)],
+                    },
+                })
+                .collect();
+            VersionReport {
+                name: c.version.clone(),
+                file: c.file.display().to_string(),
+                ok: c.ok,
+                cached: c.cached,
+                compile_ms: c.millis,
+                options: c.options.clone(),
+                diagnostics: c.diagnostics.clone(),
+                kernels,
+                ptx: with_ptx.then(|| c.ptx.to_string()),
+            }
+        })
+        .collect();
+    InspectReport {
+        schema: SCHEMA,
+        kwb_version: env!("CARGO_PKG_VERSION"),
+        workspace: ws.path.display().to_string(),
+        arch,
+        nvrtc_version: format!("{}.{}", nvrtc.0, nvrtc.1),
+        versions,
+    }
+}
+
+fn usage(k: &KernelResources, block: u64, dynamic: u64) -> KernelUsage {
+    KernelUsage {
+        threads_per_block: u32::try_from(block).unwrap_or(u32::MAX),
+        registers_per_thread: k.registers,
+        static_shared_bytes: k.static_shared_bytes,
+        dynamic_shared_bytes: u32::try_from(dynamic).unwrap_or(u32::MAX),
+        barriers: k.barriers,
+    }
+}
+
+fn occupancy_of(
+    k: &KernelResources,
+    arch: Arch,
+    block: u64,
+    dynamic: u64,
+) -> (Option<Occupancy>, Option<String>) {
+    match occupancy::occupancy(arch.spec(), &usage(k, block, dynamic)) {
+        Ok(o) => (Some(o), None),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+fn default_launch(k: &KernelResources, arch: Arch, block_default: u32) -> LaunchReport {
+    let block = u64::from(
+        k.max_threads_per_block
+            .unwrap_or(block_default)
+            .min(block_default),
+    );
+    let (occupancy, error) = occupancy_of(k, arch, block, 0);
+    LaunchReport {
+        size: String::new(),
+        grid: [0, 0, 0],
+        block: [block, 1, 1],
+        dynamic_shared_bytes: 0,
+        occupancy,
+        error,
+    }
+}
+
+fn launches_of(
+    ws: &Workspace,
+    v: &crate::workspace::Version,
+    k: &KernelResources,
+    arch: Arch,
+) -> Vec<LaunchReport> {
+    let mut out = Vec::new();
+    for l in v.launches.iter().filter(|l| l.entry == k.name) {
+        for size in &ws.sizes {
+            let env = SizeEnv::vars(&size.vars);
+            let eval3 = |dims: &[crate::workspace::Formula; 3]| -> Result<[u64; 3], String> {
+                Ok([
+                    dims[0].eval_u64(&env)?,
+                    dims[1].eval_u64(&env)?,
+                    dims[2].eval_u64(&env)?,
+                ])
+            };
+            let evaluated =
+                eval3(&l.grid).and_then(|g| Ok((g, eval3(&l.block)?, l.shared.eval_u64(&env)?)));
+            let report = match evaluated {
+                Ok((grid, block, shared)) => {
+                    let threads = block[0].saturating_mul(block[1]).saturating_mul(block[2]);
+                    let (occupancy, error) = occupancy_of(k, arch, threads, shared);
+                    LaunchReport {
+                        size: size.name.clone(),
+                        grid,
+                        block,
+                        dynamic_shared_bytes: shared,
+                        occupancy,
+                        error,
+                    }
+                }
+                Err(e) => LaunchReport {
+                    size: size.name.clone(),
+                    grid: [0; 3],
+                    block: [0; 3],
+                    dynamic_shared_bytes: 0,
+                    occupancy: None,
+                    error: Some(e),
+                },
+            };
+            out.push(report);
+        }
+    }
+    out
+}

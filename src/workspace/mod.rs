@@ -1,0 +1,174 @@
+//! Workspaces: the YAML files that say which kernel versions to compare, on which problem sizes,
+//! with which buffers and which reference. Reading one goes raw YAML ([`raw`]) → checked model
+//! ([`Workspace`]) in [`load`]; every problem found is reported with file, line, column and field.
+
+pub mod dtype;
+pub mod formula;
+mod load;
+pub mod raw;
+pub mod spans;
+mod validate;
+
+pub use dtype::{DType, Init};
+pub use formula::{Formula, SizeEnv};
+pub use load::{load, load_str, WorkspaceError};
+
+use crate::compile::arch::Arch;
+use spans::SpanIndex;
+use std::path::PathBuf;
+
+/// A checked workspace: every expression parsed, every file found, every name resolved.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// The YAML file this came from (or the bare `.cu` file for an ad-hoc workspace).
+    pub path: PathBuf,
+    pub name: String,
+    pub description: Option<String>,
+    /// The arch the workspace asks for, if any.
+    pub arch: Option<Arch>,
+    pub sizes: Vec<ProblemSize>,
+    /// Buffers shared by all versions (before per-version overrides).
+    pub buffers: Vec<Buffer>,
+    pub reference: Reference,
+    pub tolerance: Option<Tolerance>,
+    /// Bytes one run must move, for bandwidth; defaults to every non-scratch buffer once.
+    pub bytes: Option<Formula>,
+    pub flops: Option<Formula>,
+    pub versions: Vec<Version>,
+    /// Field positions in the YAML, for diagnostics found by later stages.
+    pub spans: SpanIndex,
+}
+
+/// One named problem size: values for the size variables, e.g. `N = 16Mi`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProblemSize {
+    pub name: String,
+    pub vars: Vec<(String, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Buffer {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<Formula>,
+    pub init: Init,
+    pub output: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reference {
+    /// Per output buffer, a whole-array expression over the input buffers.
+    Expr(Vec<(String, Formula)>),
+    /// Another version's outputs.
+    Version(String),
+    /// Per output buffer, an expected-output `.npy` file.
+    Npy(Vec<(String, PathBuf)>),
+    /// No reference: outputs are not checked.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
+}
+
+/// One version of the kernel: a source file and the launches that run it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Version {
+    pub name: String,
+    pub description: Option<String>,
+    pub file: PathBuf,
+    /// NVRTC options, workspace-wide ones first.
+    pub options: Vec<String>,
+    /// `#define`s passed as `-D NAME=VALUE`, workspace-wide ones first.
+    pub defines: Vec<(String, String)>,
+    pub launches: Vec<Launch>,
+    /// The buffers this version sees: the workspace's, with this version's overrides applied.
+    pub buffers: Vec<Buffer>,
+    /// Scratch buffers: neither checked nor counted in bytes moved.
+    pub scratch: Vec<Buffer>,
+    pub tolerance: Option<Tolerance>,
+    /// The field path of this version in the YAML, e.g. `versions.v2`.
+    pub field: String,
+}
+
+impl Version {
+    /// The distinct kernel entry names this version launches, in first-use order.
+    pub fn entries(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for l in &self.launches {
+            if !out.contains(&l.entry.as_str()) {
+                out.push(&l.entry);
+            }
+        }
+        out
+    }
+
+    /// A buffer or scratch buffer by name.
+    pub fn buffer(&self, name: &str) -> Option<&Buffer> {
+        self.buffers
+            .iter()
+            .chain(&self.scratch)
+            .find(|b| b.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub entry: String,
+    pub grid: [Formula; 3],
+    pub block: [Formula; 3],
+    pub shared: Formula,
+    pub args: Vec<Arg>,
+    /// The field path of this launch, e.g. `versions.v1` or `versions.v1.launches[2]`.
+    pub field: String,
+}
+
+/// A kernel argument: a buffer's device pointer or a scalar expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    Buffer(String),
+    Scalar(Formula),
+}
+
+impl Workspace {
+    /// A workspace for one bare kernel file: a single version with no launches, so that every
+    /// kernel in the file is inspected at a default block size.
+    pub fn for_kernel_file(path: &std::path::Path) -> Result<Workspace, WorkspaceError> {
+        if !path.is_file() {
+            return Err(WorkspaceError::one(
+                crate::diag::Diagnostic::error("kernel file not found").in_file(path),
+            ));
+        }
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "kernel".into());
+        Ok(Workspace {
+            path: path.to_path_buf(),
+            name: name.clone(),
+            description: None,
+            arch: None,
+            sizes: Vec::new(),
+            buffers: Vec::new(),
+            reference: Reference::None,
+            tolerance: None,
+            bytes: None,
+            flops: None,
+            versions: vec![Version {
+                name,
+                description: None,
+                file: path.to_path_buf(),
+                options: Vec::new(),
+                defines: Vec::new(),
+                launches: Vec::new(),
+                buffers: Vec::new(),
+                scratch: Vec::new(),
+                tolerance: None,
+                field: String::new(),
+            }],
+            spans: SpanIndex::default(),
+        })
+    }
+}

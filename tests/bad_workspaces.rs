@@ -1,0 +1,125 @@
+//! One fixture per failure mode: each bad workspace in tests/fixtures/workspaces/ must give the
+//! diagnostics in its golden `.expected` file (file, line, column, field and message), and the
+//! command line must map it to the documented exit code. `KWB_BLESS=1` rewrites the goldens.
+
+mod support;
+
+use kwb::diag::render_all;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    support::repo().join("tests/fixtures/workspaces")
+}
+
+/// Diagnostics with the machine-specific folder replaced, so goldens are portable.
+fn portable(text: &str) -> String {
+    let repo = support::repo().display().to_string();
+    text.replace(
+        &format!("{repo}/tests/fixtures/workspaces/../../../"),
+        "$REPO/",
+    )
+    .replace(&format!("{repo}/tests/fixtures/workspaces/"), "$FIXTURES/")
+    .replace(&repo, "$REPO")
+}
+
+fn diagnostics_of(name: &str) -> String {
+    let path = fixtures().join(format!("{name}.yaml"));
+    match kwb::workspace::load(&path) {
+        Err(e) => render_all(&e.diagnostics),
+        Ok(ws) => {
+            let c = support::compiler("sm_90");
+            let out = c.compile_workspace(&ws);
+            let diags: Vec<_> = out
+                .into_iter()
+                .flat_map(|c| c.diagnostics)
+                .filter(|d| d.is_error())
+                .collect();
+            assert!(!diags.is_empty(), "{name}: expected an error");
+            render_all(&diags)
+        }
+    }
+}
+
+fn check(name: &str) {
+    let text = portable(&diagnostics_of(name));
+    support::assert_golden(&fixtures().join(format!("{name}.expected")), &text);
+}
+
+#[test]
+fn malformed_yaml() {
+    check("malformed_yaml");
+}
+
+#[test]
+fn unknown_field() {
+    check("unknown_field");
+}
+
+#[test]
+fn wrong_type() {
+    check("wrong_type");
+}
+
+#[test]
+fn missing_kernel_file() {
+    check("missing_kernel_file");
+}
+
+#[test]
+fn bad_size_expression() {
+    check("bad_size_expression");
+}
+
+#[test]
+fn unsupported_arch() {
+    check("unsupported_arch");
+}
+
+#[test]
+fn bad_dtype_and_init() {
+    check("bad_dtype_and_init");
+}
+
+#[test]
+fn entry_not_in_file() {
+    check("entry_not_in_file");
+}
+
+#[test]
+fn compile_error() {
+    check("compile_error");
+}
+
+fn kwb(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kwb"))
+        .args(args)
+        .output()
+        .expect("run kwb");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_command_line_maps_failures_to_exit_codes() {
+    support::provision_nvrtc();
+    let f = |n: &str| fixtures().join(format!("{n}.yaml")).display().to_string();
+    let (code, _, err) = kwb(&["inspect", &f("unknown_field")]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("unknown field `grdi`"), "{err}");
+    let (code, out, _) = kwb(&["inspect", &f("compile_error")]);
+    assert_eq!(code, kwb::exit::COMPILE_ERROR);
+    assert!(out.contains("broken_syntax.cu:7:"), "{out}");
+    let (code, _, err) = kwb(&["inspect", &f("missing_kernel_file"), "--arch", "sm_90"]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    let ws = support::repo().join("workspaces/elementwise-add.yaml");
+    let (code, _, err) = kwb(&["inspect", &ws.display().to_string(), "--arch", "sm_13"]);
+    assert_eq!(code, kwb::exit::USAGE);
+    assert!(err.contains("unsupported arch"), "{err}");
+    let (code, _, err) = kwb(&["inspect", "no/such/workspace.yaml"]);
+    assert_eq!(code, kwb::exit::USAGE);
+    assert!(err.contains("no/such/workspace.yaml"), "{err}");
+}

@@ -1,0 +1,172 @@
+//! Every kernel in kernels/ compiles with NVRTC for sm_90 (no GPU needed), ptxas' log agrees
+//! with the CUBIN, and a deliberately broken kernel yields a diagnostic on the right line.
+
+mod support;
+
+use kwb::compile::Cache;
+use kwb::diag::Severity;
+use kwb::workspace::Workspace;
+
+fn kernel_files() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["elementwise-add", "gelu", "softmax"] {
+        let d = support::repo().join("kernels").join(dir);
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "cu") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_shipped_kernel_compiles_and_its_log_matches_its_cubin() {
+    let c = support::compiler("sm_90");
+    let files = kernel_files();
+    assert!(
+        files.len() >= 14,
+        "expected the 14 shipped versions, found {}",
+        files.len()
+    );
+    for f in files {
+        let ws = Workspace::for_kernel_file(&f).unwrap();
+        let out = c.compile_version(Some(&ws), &ws.versions[0]);
+        assert!(
+            out.ok,
+            "{} failed:\n{:#?}\n{}",
+            f.display(),
+            out.diagnostics,
+            out.log
+        );
+        assert!(out
+            .diagnostics
+            .iter()
+            .all(|d| d.severity != Severity::Error));
+        assert!(
+            !out.kernels.is_empty(),
+            "{}: no kernels in the CUBIN",
+            f.display()
+        );
+        assert!(
+            out.ptx.contains(".entry"),
+            "{}: PTX lacks an entry",
+            f.display()
+        );
+        assert!(
+            out.ptx.contains(".loc"),
+            "{}: -lineinfo gave no .loc directives",
+            f.display()
+        );
+        for k in &out.kernels {
+            assert!(
+                k.registers > 0,
+                "{}: {} has no registers",
+                f.display(),
+                k.name
+            );
+            assert_eq!(k.spill_store_bytes, 0, "{}: {} spills", f.display(), k.name);
+        }
+    }
+}
+
+#[test]
+fn the_three_workspaces_compile_with_their_entries_resolved() {
+    let c = support::compiler("sm_90");
+    for name in ["elementwise-add", "gelu", "softmax"] {
+        let path = support::repo().join(format!("workspaces/{name}.yaml"));
+        let ws = kwb::workspace::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let compiled = c.compile_workspace(&ws);
+        assert_eq!(compiled.len(), ws.versions.len());
+        for (v, out) in ws.versions.iter().zip(&compiled) {
+            assert!(out.ok, "{name}/{}: {:#?}", v.name, out.diagnostics);
+            for e in v.entries() {
+                assert!(out.kernel(e).is_some(), "{name}/{}: no kernel {e}", v.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn vectorized_versions_really_use_128_bit_accesses() {
+    let c = support::compiler("sm_90");
+    let ws =
+        kwb::workspace::load(&support::repo().join("workspaces/elementwise-add.yaml")).unwrap();
+    for v in ws
+        .versions
+        .iter()
+        .filter(|v| ["v2", "v6", "v7"].contains(&v.name.as_str()))
+    {
+        let out = c.compile_version(Some(&ws), v);
+        assert!(
+            out.ptx.contains(".v4."),
+            "{}: no 128-bit vector access in PTX",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn shared_memory_barriers_and_stack_frames_are_read_and_cross_checked() {
+    let c = support::compiler("sm_90");
+    let f = support::repo().join("kernels/tests/shared_and_barriers.cu");
+    let ws = Workspace::for_kernel_file(&f).unwrap();
+    let out = c.compile_version(Some(&ws), &ws.versions[0]);
+    assert!(out.ok, "{:#?}", out.diagnostics);
+    let smem = out.kernel("smem_user").expect("smem_user");
+    assert_eq!(smem.static_shared_bytes, 4096);
+    assert!(smem.barriers >= 1);
+    let spiller = out.kernel("spiller").expect("spiller");
+    assert!(
+        spiller.local_bytes >= 1024,
+        "stack frame {}",
+        spiller.local_bytes
+    );
+    let bounded = out.kernel("bounded").expect("bounded");
+    assert_eq!(bounded.max_threads_per_block, Some(128));
+}
+
+#[test]
+fn a_broken_kernel_gives_a_diagnostic_on_its_line() {
+    let c = support::compiler("sm_90");
+    let f = support::repo().join("kernels/tests/broken_syntax.cu");
+    let ws = Workspace::for_kernel_file(&f).unwrap();
+    let out = c.compile_version(Some(&ws), &ws.versions[0]);
+    assert!(!out.ok);
+    let err = out
+        .diagnostics
+        .iter()
+        .find(|d| d.is_error())
+        .expect("an error diagnostic");
+    assert_eq!(err.line, Some(7), "{err}");
+    assert!(err.column.is_some(), "{err}");
+    assert!(err.message.contains("undeclared_thing"), "{err}");
+    assert!(
+        err.file
+            .as_deref()
+            .is_some_and(|p| p.ends_with("broken_syntax.cu")),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_cache_returns_the_same_result_without_nvrtc() {
+    support::provision_nvrtc();
+    let dir = tempfile::tempdir().unwrap();
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    let c = kwb::compile::Compiler::new(arch, Cache::at(dir.path())).unwrap();
+    let f = support::repo().join("kernels/elementwise-add/v1_f32.cu");
+    let ws = Workspace::for_kernel_file(&f).unwrap();
+    let first = c.compile_version(Some(&ws), &ws.versions[0]);
+    let second = c.compile_version(Some(&ws), &ws.versions[0]);
+    assert!(!first.cached && second.cached);
+    assert_eq!(first.kernels, second.kernels);
+    assert_eq!(first.ptx, second.ptx);
+    assert_eq!(first.cubin, second.cubin);
+    // Changing an option is a different key.
+    let mut v = ws.versions[0].clone();
+    v.options.push("--use_fast_math".into());
+    assert!(!c.compile_version(Some(&ws), &v).cached);
+}

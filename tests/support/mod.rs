@@ -1,0 +1,77 @@
+//! Shared test helpers: NVRTC provisioning, so `cargo test` works on a fresh machine with no
+//! CUDA toolkit, and golden-file comparison.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Makes sure NVRTC and the CUDA headers can be found, installing the pinned pip wheels into
+/// kwb's cache folder if nothing is there yet. Panics with the reason if that is impossible.
+pub fn provision_nvrtc() {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    let r = DONE.get_or_init(|| {
+        if kwb::compile::locate::locate().is_ok() {
+            return Ok(());
+        }
+        let target = kwb::cache_dir()
+            .ok_or("no cache folder: set HOME or KWB_CACHE_DIR")?
+            .join("cuda-wheels");
+        eprintln!(
+            "tests: NVRTC not found; installing the 13.0 wheels into {}",
+            target.display()
+        );
+        let status = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--target",
+            ])
+            .arg(&target)
+            .args(["nvidia-cuda-nvrtc==13.0.*", "nvidia-cuda-runtime==13.0.*"])
+            .status()
+            .map_err(|e| format!("cannot run python3 -m pip: {e}"))?;
+        if !status.success() {
+            return Err(format!("pip install of the NVRTC wheels failed ({status})"));
+        }
+        kwb::compile::locate::locate()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    if let Err(e) = r {
+        panic!("these tests need NVRTC and could not provision it: {e}");
+    }
+}
+
+/// A compiler for `arch` with caching off, NVRTC provisioned first.
+pub fn compiler(arch: &str) -> kwb::compile::Compiler {
+    provision_nvrtc();
+    let arch = kwb::compile::Arch::parse(arch).expect("test arch");
+    kwb::compile::Compiler::new(arch, kwb::compile::Cache::disabled()).expect("NVRTC loads")
+}
+
+/// Compares `actual` with the golden file at `path`; `KWB_BLESS=1` rewrites the file instead.
+pub fn assert_golden(path: &Path, actual: &str) {
+    if std::env::var_os("KWB_BLESS").is_some() {
+        std::fs::write(path, actual).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "missing golden file {} ({e}); run with KWB_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "output differs from {} (KWB_BLESS=1 to update)",
+        path.display()
+    );
+}
