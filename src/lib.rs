@@ -9,6 +9,8 @@ pub mod diag;
 pub mod exit;
 pub mod expr;
 pub mod inspect;
+pub mod report;
+pub mod run;
 pub mod workspace;
 
 use std::path::PathBuf;

@@ -134,13 +134,19 @@ impl Nvrtc {
 
     /// The options every kwb compile uses, before the user's own.
     pub fn base_options(&self, arch: Arch) -> Vec<String> {
-        vec![
+        let mut opts = vec![
             format!("--gpu-architecture={arch}"),
             "-lineinfo".into(),
             "--ptxas-options=-v".into(),
             "--std=c++17".into(),
             format!("-I{}", self.paths.include_dir.display()),
-        ]
+        ];
+        // With a driver present, NVRTC 13 serves repeat compiles from the driver's cache and
+        // then returns no ptxas report; kwb caches compiles itself, log included.
+        if self.version.0 >= 13 {
+            opts.push("--no-cache".into());
+        }
+        opts
     }
 
     /// Compiles `source` (named `name` in diagnostics) with `options`, keeping log, PTX and CUBIN.

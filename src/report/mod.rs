@@ -1,0 +1,396 @@
+//! The results of `kwb batch`, and the formats they are rendered in.
+//!
+//! One data model, [`BatchReport`], is filled by the batch runner and rendered by every format:
+//! a plain-text table for terminals ([`table`]), JSON for machines and baselines ([`json`]),
+//! JUnit XML for CI test tabs ([`junit`]) and GitHub markdown for pull-request comments
+//! ([`markdown`]). Baselines are earlier reports read back from JSON and compared with
+//! [`baseline::compare`], so the model is `Deserialize` too and its JSON shape is a public,
+//! versioned format (see `docs/batch-json.md`).
+
+pub mod baseline;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod table;
+
+pub use baseline::{compare, render_regression, Regression};
+
+use crate::run::stats::{Stats, StopReason};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Version of the JSON shape. Within one number fields are only added (as optional fields), so
+/// older readers ignore new fields and newer readers accept older files. Renames, removals and
+/// changes of meaning bump it, and [`json::from_json`] refuses any other number.
+pub const SCHEMA: u32 = 1;
+
+/// Everything one `kwb batch` run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchReport {
+    pub schema: u32,
+    pub kwb_version: String,
+    /// The workspace file as given on the command line.
+    pub workspace: String,
+    pub created_unix_s: u64,
+    /// `None` when no GPU was used (for example every version failed to compile).
+    pub device: Option<DeviceInfo>,
+    pub mode: Mode,
+    /// One per (version, size), in run order.
+    pub results: Vec<RunResult>,
+}
+
+/// The GPU the report was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    /// e.g. `sm_90`.
+    pub arch: String,
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub memory_bytes: u64,
+    pub sm_clock_khz: u32,
+    pub memory_clock_khz: u32,
+    /// From the memory clock and bus width, in GB/s (10⁹ bytes per second).
+    pub theoretical_bandwidth_gbps: f64,
+    /// A device-to-device copy measured at start-up, in GB/s: the realistic peak.
+    pub measured_copy_gbps: Option<f64>,
+    /// As the CUDA driver reports it, e.g. 13000 for 13.0.
+    pub driver_version: i32,
+}
+
+impl DeviceInfo {
+    /// The bandwidth peak that `% of peak` is taken against, with a label saying which one:
+    /// the measured copy when there is one, else the theoretical figure.
+    pub fn peak(&self) -> (Option<f64>, &'static str) {
+        match self.measured_copy_gbps {
+            Some(g) if g > 0.0 => (Some(g), "measured copy peak"),
+            _ if self.theoretical_bandwidth_gbps > 0.0 => {
+                (Some(self.theoretical_bandwidth_gbps), "theoretical peak")
+            }
+            _ => (None, "no peak"),
+        }
+    }
+}
+
+/// How launches were timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// L2 flushed before each launch.
+    Cold,
+    /// Back-to-back launches with warm caches.
+    Hot,
+    /// Launches captured in a CUDA graph and replayed.
+    Graph,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Cold => "cold",
+            Mode::Hot => "hot",
+            Mode::Graph => "graph",
+        })
+    }
+}
+
+/// One version at one problem size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub version: String,
+    pub size: String,
+    pub status: Status,
+    /// Why it did not succeed: the compile log, the crash, the check's failure.
+    pub message: Option<String>,
+    pub check: Option<CheckSummary>,
+    pub timing: Option<Stats>,
+    pub stop: Option<StopReason>,
+    /// Bytes moved per launch, from the workspace's `bytes` expression.
+    pub bytes: Option<u64>,
+    /// Floating-point operations per launch, from the workspace's `flops` expression.
+    pub flops: Option<u64>,
+    pub gbps: Option<f64>,
+    pub pct_of_peak: Option<f64>,
+    pub gflops: Option<f64>,
+    /// Arithmetic intensity, flop per byte.
+    pub intensity: Option<f64>,
+}
+
+impl RunResult {
+    /// A result with only its identity and status; everything else empty.
+    pub fn new(version: impl Into<String>, size: impl Into<String>, status: Status) -> Self {
+        RunResult {
+            version: version.into(),
+            size: size.into(),
+            status,
+            message: None,
+            check: None,
+            timing: None,
+            stop: None,
+            bytes: None,
+            flops: None,
+            gbps: None,
+            pct_of_peak: None,
+            gflops: None,
+            intensity: None,
+        }
+    }
+
+    /// Sets the timing and fills the rates from it (see [`derive`]).
+    pub fn set_timing(&mut self, timing: Stats, stop: StopReason, peak_gbps: Option<f64>) {
+        let d = derive(self.bytes, self.flops, timing.median_us, peak_gbps);
+        (self.gbps, self.pct_of_peak, self.gflops, self.intensity) =
+            (d.gbps, d.pct_of_peak, d.gflops, d.intensity);
+        self.timing = Some(timing);
+        self.stop = Some(stop);
+    }
+}
+
+/// The outcome of one result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    CheckFailed,
+    CompileError,
+    Crashed,
+    Timeout,
+    Skipped,
+    Error,
+}
+
+impl Status {
+    /// The name used in every format (the same as in JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::CheckFailed => "check_failed",
+            Status::CompileError => "compile_error",
+            Status::Crashed => "crashed",
+            Status::Timeout => "timeout",
+            Status::Skipped => "skipped",
+            Status::Error => "error",
+        }
+    }
+
+    /// Did not get to a verdict: it failed to build, run or finish (a JUnit `<error>`).
+    pub fn is_error(self) -> bool {
+        matches!(
+            self,
+            Status::CompileError | Status::Crashed | Status::Timeout | Status::Error
+        )
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The output check against the reference version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    pub passed: bool,
+    /// Non-finite errors are written as `null` and read back as NaN.
+    #[serde(deserialize_with = "json::nan_if_null")]
+    pub max_abs_error: f64,
+    /// ‖out − ref‖₂ / ‖ref‖₂.
+    #[serde(deserialize_with = "json::nan_if_null")]
+    pub rel_l2_error: f64,
+    /// The first offending element and tolerance, when it failed.
+    pub failure: Option<String>,
+}
+
+/// Rates derived from bytes, flops and the median time.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Derived {
+    pub gbps: Option<f64>,
+    pub pct_of_peak: Option<f64>,
+    pub gflops: Option<f64>,
+    pub intensity: Option<f64>,
+}
+
+/// GB/s and GFLOP/s from per-launch bytes and flops over the median time, % of the given peak,
+/// and flop/byte. A rate is `None` when its input is, or when the time is not positive.
+pub fn derive(
+    bytes: Option<u64>,
+    flops: Option<u64>,
+    median_us: f64,
+    peak_gbps: Option<f64>,
+) -> Derived {
+    let timed = median_us.is_finite() && median_us > 0.0;
+    // x per µs × 10⁶ / 10⁹ = x / (µs × 10³)
+    let rate = |x: Option<u64>| x.filter(|_| timed).map(|x| x as f64 / (median_us * 1e3));
+    let gbps = rate(bytes);
+    Derived {
+        gbps,
+        pct_of_peak: gbps
+            .zip(peak_gbps.filter(|p| *p > 0.0))
+            .map(|(g, p)| g / p * 100.0),
+        gflops: rate(flops),
+        intensity: flops
+            .zip(bytes.filter(|b| *b > 0))
+            .map(|(f, b)| f as f64 / b as f64),
+    }
+}
+
+/// The output formats of `kwb batch --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Junit,
+    Markdown,
+}
+
+/// Renders a report. `regressions` (from [`compare`]) are shown by the table, JUnit and
+/// markdown formats; JSON is the report alone, as baselines are read back from it.
+pub fn render(report: &BatchReport, format: Format, regressions: &[Regression]) -> String {
+    match format {
+        Format::Table => table::render(report, regressions),
+        Format::Json => json::to_json(report),
+        Format::Junit => junit::render(report, regressions),
+        Format::Markdown => markdown::render(report, regressions),
+    }
+}
+
+/// Errors reading a report back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("not a kwb batch report: {0}")]
+    Parse(#[from] serde_json::Error),
+    #[error("kwb batch report has no numeric `schema` field")]
+    NoSchema,
+    #[error(
+        "kwb batch report has schema {found}, but this kwb reads schema {expected}; \
+         re-create the baseline with this kwb or read it with the kwb that wrote it"
+    )]
+    Schema { found: u64, expected: u32 },
+}
+
+/// Counts over a report, for summary lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    pub ok: usize,
+    pub check_failed: usize,
+    /// Results whose status [`Status::is_error`].
+    pub errors: usize,
+    pub skipped: usize,
+    pub regressions: usize,
+}
+
+impl Summary {
+    pub fn of(report: &BatchReport, regressions: &[Regression]) -> Summary {
+        let count =
+            |f: &dyn Fn(Status) -> bool| report.results.iter().filter(|r| f(r.status)).count();
+        Summary {
+            ok: count(&|s| s == Status::Ok),
+            check_failed: count(&|s| s == Status::CheckFailed),
+            errors: count(&Status::is_error),
+            skipped: count(&|s| s == Status::Skipped),
+            regressions: regressions.len(),
+        }
+    }
+}
+
+impl fmt::Display for Summary {
+    /// e.g. `3 ok, 1 check failed, 2 errors, 0 skipped, 1 regression`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        write!(
+            f,
+            "{} ok, {} check failed, {}, {} skipped, {}",
+            self.ok,
+            self.check_failed,
+            plural(self.errors, "error"),
+            self.skipped,
+            plural(self.regressions, "regression")
+        )
+    }
+}
+
+/// Results grouped by size (sizes in order of first appearance, run order within a size).
+pub(crate) fn grouped(report: &BatchReport) -> Vec<&RunResult> {
+    let first = |size: &str| report.results.iter().position(|r| r.size == size);
+    let mut rows: Vec<&RunResult> = report.results.iter().collect();
+    rows.sort_by_key(|r| first(&r.size)); // stable: run order within a size
+    rows
+}
+
+/// The regression for a result, if any.
+pub(crate) fn regression_of<'a>(r: &RunResult, regs: &'a [Regression]) -> Option<&'a Regression> {
+    regs.iter()
+        .find(|g| g.version == r.version && g.size == r.size)
+}
+
+/// A time in µs with about four significant digits.
+pub(crate) fn fmt_us(us: f64) -> String {
+    let decimals = match us.abs() {
+        x if x < 10.0 => 3,
+        x if x < 100.0 => 2,
+        x if x < 1000.0 => 1,
+        _ => 0,
+    };
+    format!("{us:.decimals$}")
+}
+
+/// The first line of a message, for one-line cells and attributes.
+pub(crate) fn first_line(s: &str) -> &str {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// A failed result's one-line explanation: its message, else the check's failure.
+pub(crate) fn reason(r: &RunResult) -> String {
+    let detail = r
+        .message
+        .as_deref()
+        .or(r.check.as_ref().and_then(|c| c.failure.as_deref()))
+        .map(first_line)
+        .unwrap_or("");
+    if detail.is_empty() {
+        r.status.to_string()
+    } else {
+        format!("{}: {detail}", r.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use table::tests::sample_report;
+
+    #[test]
+    fn derive_rates() {
+        // 12 MB in 8 µs = 1500 GB/s = 50 % of 3000; 2 Mflop → 250 GFLOP/s, 1/6 flop per byte.
+        let d = derive(Some(12_000_000), Some(2_000_000), 8.0, Some(3000.0));
+        assert_eq!(d.gbps, Some(1500.0));
+        assert_eq!(d.pct_of_peak, Some(50.0));
+        assert_eq!(d.gflops, Some(250.0));
+        assert!((d.intensity.unwrap() - 1.0 / 6.0).abs() < 1e-12);
+        assert_eq!(derive(Some(1), None, 0.0, Some(1.0)), Derived::default());
+        assert_eq!(derive(Some(1000), None, 1.0, None).pct_of_peak, None);
+    }
+
+    #[test]
+    fn names_and_summary() {
+        assert_eq!(
+            serde_json::to_string(&Status::CheckFailed).unwrap(),
+            "\"check_failed\""
+        );
+        assert_eq!(serde_json::to_string(&Mode::Graph).unwrap(), "\"graph\"");
+        let s = Summary::of(&sample_report(), &[]);
+        assert_eq!(
+            s.to_string(),
+            "2 ok, 1 check failed, 2 errors, 1 skipped, 0 regressions"
+        );
+        let order: Vec<_> = grouped(&sample_report())
+            .iter()
+            .map(|r| r.size.clone())
+            .collect();
+        assert_eq!(order, ["1M", "1M", "1M", "16M", "16M", "16M"]);
+    }
+}

@@ -1,0 +1,266 @@
+//! The plain-text table `kwb batch` prints by default: one row per (version, size), grouped by
+//! size, like the table under a benchmark blog post. No colours, so it reads the same in a
+//! terminal, a CI log or a pasted issue. Column widths follow the content.
+
+use super::{fmt_us, grouped, reason, regression_of, BatchReport, Regression, Status, Summary};
+use crate::run::stats::StopReason;
+
+const HEADERS: [&str; 8] = [
+    "version",
+    "size",
+    "time (µs median)",
+    "±CV",
+    "GB/s",
+    "% of peak",
+    "check",
+    "status",
+];
+/// Columns 2..=5 hold numbers and are right-aligned.
+const NUMERIC: std::ops::RangeInclusive<usize> = 2..=5;
+
+/// One row: all eight cells, or version and size followed by one spanning explanation.
+enum Row {
+    Cells([String; 8]),
+    Failed(String, String, String),
+}
+
+/// The table, its header line and a summary; regressions are marked in the status column and
+/// listed below.
+pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
+    let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "-".into());
+    let mut unconverged = false;
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    let mut last_size = None;
+    for r in grouped(report) {
+        if last_size != Some(&r.size) {
+            groups.push(Vec::new());
+            last_size = Some(&r.size);
+        }
+        let row = if r.status == Status::Ok {
+            let t = r.timing.as_ref();
+            let mut status = match regression_of(r, regressions) {
+                Some(g) => format!("REGRESSED +{:.1}%", g.change_pct),
+                None => "ok".to_string(),
+            };
+            if matches!(
+                r.stop,
+                Some(StopReason::TimeLimit | StopReason::SampleLimit)
+            ) {
+                status.push('*');
+                unconverged = true;
+            }
+            let check = match &r.check {
+                Some(c) if c.passed => "pass",
+                Some(_) => "FAIL",
+                None => "-",
+            };
+            Row::Cells([
+                r.version.clone(),
+                r.size.clone(),
+                opt(t.map(|t| t.median_us), &fmt_us),
+                opt(t.map(|t| t.cv), &|cv| format!("±{:.1}%", cv * 100.0)),
+                opt(r.gbps, &|g| format!("{g:.1}")),
+                opt(r.pct_of_peak, &|p| format!("{p:.1}%")),
+                check.to_string(),
+                status,
+            ])
+        } else {
+            Row::Failed(r.version.clone(), r.size.clone(), reason(r))
+        };
+        groups.last_mut().expect("pushed above").push(row);
+    }
+
+    // Widths: headers and full rows; failed rows only constrain version and size.
+    let mut width = HEADERS.map(|h| h.chars().count());
+    for row in groups.iter().flatten() {
+        let (cells, n): (Vec<&String>, usize) = match row {
+            Row::Cells(c) => (c.iter().collect(), 8),
+            Row::Failed(v, s, _) => (vec![v, s], 2),
+        };
+        for (w, c) in width.iter_mut().zip(cells).take(n) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(width[i].saturating_sub(c.chars().count()));
+                if NUMERIC.contains(&i) && cells.len() == 8 {
+                    format!("{pad}{c}")
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect();
+        padded.join(" | ").trim_end().to_string() + "\n"
+    };
+    let rule: String = width
+        .iter()
+        .map(|w| "-".repeat(w + 2))
+        .collect::<Vec<_>>()
+        .join("+");
+    let rule = rule[1..rule.len() - 1].to_string() + "\n";
+
+    let mut out = header_line(report);
+    out += &line(&HEADERS);
+    for group in &groups {
+        out += &rule;
+        for row in group {
+            out += &match row {
+                Row::Cells(c) => line(&c.each_ref().map(String::as_str)),
+                Row::Failed(v, s, why) => line(&[v.as_str(), s.as_str(), why.as_str()]),
+            };
+        }
+    }
+    out += &format!(
+        "\n{} results: {}\n",
+        report.results.len(),
+        Summary::of(report, regressions)
+    );
+    if unconverged {
+        out += "* stopped on the time or sample limit before reaching the target error\n";
+    }
+    for g in regressions {
+        out += &format!("regression: {}\n", super::render_regression(g));
+    }
+    out
+}
+
+/// `device: NAME (arch) · mode: hot · measured copy peak: 3000.0 GB/s`.
+fn header_line(report: &BatchReport) -> String {
+    match &report.device {
+        Some(d) => {
+            let (peak, label) = d.peak();
+            let peak = peak
+                .map(|p| format!(" · {label}: {p:.1} GB/s"))
+                .unwrap_or_default();
+            format!(
+                "device: {} ({}) · mode: {}{peak}\n",
+                d.name, d.arch, report.mode
+            )
+        }
+        None => format!("device: none · mode: {}\n", report.mode),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::{CheckSummary, DeviceInfo, Mode, RunResult, SCHEMA};
+    use crate::run::stats::Stats;
+
+    pub fn stats(median_us: f64, cv: f64, samples: usize) -> Stats {
+        Stats {
+            samples,
+            median_us,
+            mean_us: median_us,
+            min_us: median_us * 0.9,
+            max_us: median_us * 1.5,
+            std_us: cv * median_us,
+            cv,
+            rel_std_error: cv / (samples as f64).sqrt(),
+        }
+    }
+
+    /// A small report with one result of each interesting kind.
+    pub fn sample_report() -> BatchReport {
+        let dev = DeviceInfo {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            arch: "sm_90".into(),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            memory_bytes: 80 << 30,
+            sm_clock_khz: 1_980_000,
+            memory_clock_khz: 2_619_000,
+            theoretical_bandwidth_gbps: 3352.5,
+            measured_copy_gbps: Some(3000.0),
+            driver_version: 13000,
+        };
+        let ok = |v: &str, size: &str, us: f64| {
+            let mut r = RunResult::new(v, size, Status::Ok);
+            r.bytes = Some(12_000_000);
+            r.check = Some(CheckSummary {
+                passed: true,
+                max_abs_error: 0.0,
+                rel_l2_error: 0.0,
+                failure: None,
+            });
+            r.set_timing(stats(us, 0.01, 1000), StopReason::Converged, Some(3000.0));
+            r
+        };
+        let mut bad = RunResult::new("v2-vec4", "1M", Status::CheckFailed);
+        bad.check = Some(CheckSummary {
+            passed: false,
+            max_abs_error: 0.5,
+            rel_l2_error: 0.01,
+            failure: Some("out[17] = 2.5, expected 2 (atol 1e-5)".into()),
+        });
+        let mut crashed = RunResult::new("v3-tma", "1M", Status::Crashed);
+        crashed.message = Some("CUDA_ERROR_ILLEGAL_ADDRESS <in launch>\nsecond line".into());
+        let mut timeout = RunResult::new("v3-tma", "16M", Status::Timeout);
+        timeout.message = Some("no result after 10 s".into());
+        BatchReport {
+            schema: SCHEMA,
+            kwb_version: "0.1.0".into(),
+            workspace: "workspaces/add.yaml".into(),
+            created_unix_s: 1_760_000_000,
+            device: Some(dev),
+            mode: Mode::Hot,
+            results: vec![
+                ok("v0-naive", "1M", 8.0),
+                bad,
+                crashed,
+                ok("v0-naive", "16M", 70.0),
+                timeout,
+                RunResult::new("v1-cp", "16M", Status::Skipped),
+            ],
+        }
+    }
+
+    #[test]
+    fn small_report() {
+        let report = sample_report();
+        let expected = "\
+device: NVIDIA H100 80GB HBM3 (sm_90) · mode: hot · measured copy peak: 3000.0 GB/s
+version  | size | time (µs median) |   ±CV |   GB/s | % of peak | check | status
+---------+------+------------------+-------+--------+-----------+-------+-------
+v0-naive | 1M   |            8.000 | ±1.0% | 1500.0 |     50.0% | pass  | ok
+v2-vec4  | 1M   | check_failed: out[17] = 2.5, expected 2 (atol 1e-5)
+v3-tma   | 1M   | crashed: CUDA_ERROR_ILLEGAL_ADDRESS <in launch>
+---------+------+------------------+-------+--------+-----------+-------+-------
+v0-naive | 16M  |            70.00 | ±1.0% |  171.4 |      5.7% | pass  | ok
+v3-tma   | 16M  | timeout: no result after 10 s
+v1-cp    | 16M  | skipped
+
+6 results: 2 ok, 1 check failed, 2 errors, 1 skipped, 0 regressions
+";
+        assert_eq!(render(&report, &[]), expected);
+    }
+
+    #[test]
+    fn regressions_and_unconverged_rows_are_marked() {
+        let mut report = sample_report();
+        report.device = None;
+        report.results[3].stop = Some(StopReason::TimeLimit);
+        let reg = Regression {
+            version: "v0-naive".into(),
+            size: "16M".into(),
+            baseline_us: 60.0,
+            current_us: 70.0,
+            change_pct: 16.666,
+            noise_pct: 1.0,
+        };
+        let out = render(&report, std::slice::from_ref(&reg));
+        assert!(out.starts_with("device: none · mode: hot\n"), "{out}");
+        assert!(out.contains("| pass  | REGRESSED +16.7%*\n"), "{out}");
+        assert!(
+            out.contains("\n* stopped on the time or sample limit"),
+            "{out}"
+        );
+        assert!(out.ends_with(
+            "regression: v0-naive @ 16M: 60.00 µs → 70.00 µs (+16.7% slower, noise ±1.0%)\n"
+        ));
+    }
+}
