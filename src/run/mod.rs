@@ -3,4 +3,5 @@
 //! on a GPU belongs here, behind checks that turn a missing driver into an error, not a panic.
 
 pub mod gpu;
+pub mod protocol;
 pub mod stats;

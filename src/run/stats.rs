@@ -170,7 +170,7 @@ impl fmt::Display for StopReason {
 /// Like nvbench's default criterion it asks for a minimum time as well as a noise target; it
 /// targets the error of the mean rather than the per-sample spread, which keeps shrinking as
 /// samples accumulate, so a stationary series always converges in the end.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StopRule {
     pub min_samples: usize,
     pub min_time_s: f64,

@@ -1,0 +1,285 @@
+//! The supervisor ↔ worker protocol. All CUDA work runs in a `kwb worker` child process, so a
+//! faulting kernel kills only the worker. The two sides exchange length-delimited frames over
+//! any byte stream (stdin/stdout today; `ssh gpu-host kwb worker` tomorrow): a little-endian
+//! `u32` length, then that many bytes of JSON. The first exchange is a `hello` carrying
+//! [`PROTOCOL`]; a mismatch ends the session with a clear error. See docs/worker-protocol.md.
+
+use crate::run::stats::{Stats, StopReason, StopRule};
+use crate::workspace::{DType, Init};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::{ErrorKind, Read, Write};
+
+/// Bumped on any incompatible change to the messages below.
+pub const PROTOCOL: u32 = 1;
+/// Frames larger than this are refused (a corrupt length must not allocate gigabytes).
+pub const MAX_FRAME: usize = 64 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("the worker's stream closed")]
+    Closed,
+    #[error("a frame was cut short: expected {expected} bytes, got {got}")]
+    Truncated { expected: usize, got: usize },
+    #[error("a frame of {0} bytes is larger than the {MAX_FRAME}-byte limit")]
+    TooLarge(usize),
+    #[error("cannot decode a frame: {0}")]
+    Decode(#[from] serde_json::Error),
+    #[error("the worker speaks protocol {theirs}, this kwb speaks {ours}; use the same kwb on both sides")]
+    VersionMismatch { ours: u32, theirs: u32 },
+    #[error("expected {expected}, got {got}")]
+    Unexpected { expected: &'static str, got: String },
+    #[error("i/o error on the worker's stream: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Supervisor → worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    Hello {
+        protocol: u32,
+    },
+    /// Open a device and report its facts (measuring the copy peak if not cached).
+    Device {
+        ordinal: u32,
+    },
+    Run(Box<RunJob>),
+    Shutdown,
+}
+
+/// Worker → supervisor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    Hello {
+        protocol: u32,
+        kwb_version: String,
+    },
+    Device(crate::report::DeviceInfo),
+    /// A job moved to a new phase.
+    Phase {
+        id: u64,
+        phase: Phase,
+    },
+    Done(Box<JobOutcome>),
+    /// The request could not be carried out (no GPU, a bad job); the worker is still usable.
+    Error {
+        id: Option<u64>,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Preparing,
+    Checking,
+    Benchmarking,
+}
+
+/// Bytes that travel as base64 inside JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Blob(pub Vec<u8>);
+
+impl Serialize for Blob {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Blob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        let s = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(s.as_bytes())
+            .map(Blob)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Everything the worker needs to check and time one version at one size. The supervisor has
+/// already evaluated every expression and resolved every argument against the kernel's
+/// parameter list, so the worker does no interpretation of the workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunJob {
+    pub id: u64,
+    pub version: String,
+    pub size: String,
+    pub program: Program,
+    pub buffers: Vec<BufferSpec>,
+    pub reference: ReferenceSpec,
+    pub seed: u64,
+    pub bench: BenchSpec,
+}
+
+/// A compiled module and the launches that make one run of a version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    pub cubin: Blob,
+    pub launches: Vec<LaunchSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchSpec {
+    pub entry: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+    pub args: Vec<ArgSpec>,
+}
+
+/// A kernel argument, typed after the kernel's PTX parameter list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum ArgSpec {
+    Buffer(String),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Input,
+    Output,
+    Scratch,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BufferSpec {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub init: Init,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReferenceSpec {
+    None,
+    /// Per output, an array expression over the inputs (and size variables).
+    Expr {
+        outputs: Vec<(String, String)>,
+        vars: Vec<(String, i64)>,
+    },
+    /// Another version's outputs, from its own program run on the same inputs.
+    Version {
+        name: String,
+        program: Program,
+    },
+    /// Per output, an expected-output `.npy` file (a path on the worker's machine).
+    Npy {
+        outputs: Vec<(String, String)>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BenchMode {
+    Cold,
+    Hot,
+    Graph,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchSpec {
+    pub check: bool,
+    pub benchmark: bool,
+    pub mode: BenchMode,
+    pub warmup_ms: f64,
+    pub stop: StopRule,
+    /// Per-launch watchdog: a run that takes longer is a hang.
+    pub watchdog_ms: u64,
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
+}
+
+/// What happened to one job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    pub id: u64,
+    pub check: Option<crate::report::CheckSummary>,
+    pub timing: Option<Stats>,
+    pub stop: Option<StopReason>,
+    /// Set when the job could not run (too little memory, a launch error that left the context
+    /// usable); faults that kill the context kill the worker instead.
+    pub error: Option<String>,
+}
+
+/// Writes one frame.
+pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), ProtocolError> {
+    let body = serde_json::to_vec(msg)?;
+    if body.len() > MAX_FRAME {
+        return Err(ProtocolError::TooLarge(body.len()));
+    }
+    w.write_all(&(body.len() as u32).to_le_bytes())?;
+    w.write_all(&body)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one frame; `Err(Closed)` when the stream ends cleanly between frames.
+pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, ProtocolError> {
+    let mut len = [0u8; 4];
+    let got = read_full(r, &mut len)?;
+    if got == 0 {
+        return Err(ProtocolError::Closed);
+    }
+    if got < 4 {
+        return Err(ProtocolError::Truncated { expected: 4, got });
+    }
+    let n = u32::from_le_bytes(len) as usize;
+    if n > MAX_FRAME {
+        return Err(ProtocolError::TooLarge(n));
+    }
+    let mut body = vec![0u8; n];
+    let got = read_full(r, &mut body)?;
+    if got < n {
+        return Err(ProtocolError::Truncated { expected: n, got });
+    }
+    Ok(serde_json::from_slice(&body)?)
+}
+
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, ProtocolError> {
+    let mut done = 0;
+    while done < buf.len() {
+        match r.read(&mut buf[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(done)
+}
+
+/// The supervisor's side of the handshake: say hello, check the worker's answer.
+pub fn handshake<R: Read, W: Write>(r: &mut R, w: &mut W) -> Result<String, ProtocolError> {
+    write_frame(w, &Request::Hello { protocol: PROTOCOL })?;
+    match read_frame::<_, Reply>(r)? {
+        Reply::Hello {
+            protocol,
+            kwb_version,
+        } if protocol == PROTOCOL => Ok(kwb_version),
+        Reply::Hello { protocol, .. } => Err(ProtocolError::VersionMismatch {
+            ours: PROTOCOL,
+            theirs: protocol,
+        }),
+        other => Err(ProtocolError::Unexpected {
+            expected: "hello",
+            got: format!("{other:?}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+#[path = "protocol_tests.rs"]
+mod tests;
