@@ -4,6 +4,7 @@
 //! errors into diagnostics. Stages know nothing of the UI: a workspace is read and validated
 //! (`workspace`), compiled with NVRTC (`compile`), and reported (`inspect`).
 
+pub mod batch;
 pub mod compile;
 pub mod diag;
 pub mod exit;

@@ -24,6 +24,81 @@ enum Command {
     /// Compile every version with NVRTC and report registers, shared memory, spills, barriers
     /// and occupancy (no GPU needed).
     Inspect(InspectArgs),
+    /// Compile, check and benchmark every version on the GPU, headless, for CI.
+    Batch(BatchArgs),
+    /// The isolated GPU worker (speaks docs/worker-protocol.md on stdin/stdout).
+    #[command(hide = true)]
+    Worker,
+}
+
+#[derive(clap::Args)]
+struct BatchArgs {
+    /// The workspace YAML file.
+    workspace: PathBuf,
+    /// Only these problem sizes (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Only these versions (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    versions: Vec<String>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    format: ReportFormat,
+    /// Write the report here instead of stdout.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// An earlier `--format json` report to compare timings with.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// A slowdown must exceed this percentage (and the measured noise) to count.
+    #[arg(long, default_value_t = 5.0)]
+    max_regression: f64,
+    #[arg(long, value_enum, default_value_t = ModeArg::Cold)]
+    mode: ModeArg,
+    /// The GPU to use.
+    #[arg(long, default_value_t = 0)]
+    device: u32,
+    /// Skip the correctness check (benchmark only).
+    #[arg(long)]
+    no_check: bool,
+    /// Warm-up time per configuration, ms.
+    #[arg(long, default_value_t = 25.0)]
+    warmup_ms: f64,
+    /// Stop when the relative standard error of the mean falls below this...
+    #[arg(long, default_value_t = 0.005)]
+    target_rse: f64,
+    /// ...after at least this many samples...
+    #[arg(long, default_value_t = 10)]
+    min_samples: usize,
+    /// ...and at least this much time (s),
+    #[arg(long, default_value_t = 0.2)]
+    min_time: f64,
+    /// or at this time limit per configuration (s).
+    #[arg(long, default_value_t = 5.0)]
+    max_time: f64,
+    /// Per-launch watchdog: a run silent for longer is killed and marked timeout (ms).
+    #[arg(long, default_value_t = 10_000)]
+    watchdog_ms: u64,
+    /// Input seed (default: fresh for every run).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Skip the compile cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum ReportFormat {
+    Table,
+    Json,
+    Junit,
+    Markdown,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum ModeArg {
+    Cold,
+    Hot,
+    Graph,
 }
 
 #[derive(clap::Args)]
@@ -62,6 +137,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Inspect(args) => run_inspect(args),
+        Command::Batch(args) => run_batch(args),
+        Command::Worker => {
+            kwb::run::worker::serve(std::io::stdin().lock(), Box::new(std::io::stdout()))
+        }
     };
     ExitCode::from(code as u8)
 }
@@ -161,4 +240,107 @@ fn run_inspect(args: InspectArgs) -> i32 {
     } else {
         exit::COMPILE_ERROR
     }
+}
+
+fn run_batch(a: BatchArgs) -> i32 {
+    use kwb::batch::{self, BatchError, BatchOptions};
+    use kwb::report::{self, Format};
+    use kwb::run::protocol::BenchMode;
+    let mut ws = match workspace::load(&a.workspace) {
+        Ok(ws) => ws,
+        Err(e) => {
+            eprintln!("{e}");
+            return exit::USAGE;
+        }
+    };
+    let opts = BatchOptions {
+        sizes: a.sizes,
+        versions: a.versions,
+        mode: match a.mode {
+            ModeArg::Cold => BenchMode::Cold,
+            ModeArg::Hot => BenchMode::Hot,
+            ModeArg::Graph => BenchMode::Graph,
+        },
+        device: a.device,
+        check: !a.no_check,
+        warmup_ms: a.warmup_ms,
+        stop: kwb::run::stats::StopRule {
+            min_samples: a.min_samples,
+            min_time_s: a.min_time,
+            max_time_s: a.max_time,
+            target_rel_std_error: a.target_rse,
+            ..Default::default()
+        },
+        watchdog_ms: a.watchdog_ms,
+        seed: a.seed,
+        cache: !a.no_cache,
+    };
+    let baseline = match &a.baseline {
+        None => None,
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| report::json::from_json(&t).map_err(|e| e.to_string()))
+        {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("error: --baseline {}: {e}", p.display());
+                return exit::USAGE;
+            }
+        },
+    };
+    if let Err(e) = batch::select(&mut ws, &opts) {
+        eprintln!("error: {e}");
+        return exit::USAGE;
+    }
+    let worker = match kwb::run::supervisor::WorkerCommand::current_exe() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: cannot find the kwb executable to start its worker: {e}");
+            return exit::NO_GPU;
+        }
+    };
+    let outcome = match batch::run(&ws, &opts, worker) {
+        Ok(o) => o,
+        Err(e @ BatchError::NoGpu(_)) => {
+            eprintln!("error: {e}\n(kwb inspect works without a GPU: compile, PTX, resources and occupancy)");
+            return exit::NO_GPU;
+        }
+        Err(e @ BatchError::Compile(_)) => {
+            eprintln!("error: {e}");
+            return exit::COMPILE_ERROR;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let regressions = match &baseline {
+        Some(b) => {
+            for w in report::baseline::incompatibilities(&outcome.report, b) {
+                eprintln!("warning: {w}");
+            }
+            report::baseline::compare(&outcome.report, b, a.max_regression)
+        }
+        None => Vec::new(),
+    };
+    let format = match a.format {
+        ReportFormat::Table => Format::Table,
+        ReportFormat::Json => Format::Json,
+        ReportFormat::Junit => Format::Junit,
+        ReportFormat::Markdown => Format::Markdown,
+    };
+    let text = report::render(&outcome.report, format, &regressions);
+    match &a.output {
+        Some(p) => {
+            if let Err(e) = std::fs::write(p, &text) {
+                eprintln!("error: cannot write {}: {e}", p.display());
+                return exit::USAGE;
+            }
+        }
+        None => print!("{text}"),
+    }
+    for r in &regressions {
+        eprintln!("regression: {}", report::baseline::render_regression(r));
+    }
+    batch::exit_code(&outcome, regressions.len())
 }

@@ -2,8 +2,8 @@
 //! device without panicking, read the device's facts, and load CUBINs.
 
 use crate::compile::Arch;
+use crate::report::DeviceInfo;
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule};
-use serde::Serialize;
 use std::sync::Arc;
 
 /// Why no GPU can be used, in words a user can act on.
@@ -34,25 +34,6 @@ impl DriverError {
             error: format!("{e:?}"),
         }
     }
-}
-
-/// The facts kwb reports about a device.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeviceFacts {
-    pub ordinal: usize,
-    pub name: String,
-    pub arch: String,
-    pub sm_count: u32,
-    pub l2_bytes: u64,
-    pub memory_bytes: u64,
-    /// Peak SM clock, kHz.
-    pub sm_clock_khz: u32,
-    /// Peak memory clock, kHz.
-    pub memory_clock_khz: u32,
-    pub memory_bus_bits: u32,
-    /// 2 (DDR) × memory clock × bus width: the datasheet-style peak.
-    pub theoretical_bandwidth_gbps: f64,
-    pub driver_version: i32,
 }
 
 /// An open GPU: a context on one device.
@@ -101,7 +82,9 @@ impl Gpu {
         Ok(Arch::parse(&format!("sm_{major}{minor}")).ok())
     }
 
-    pub fn facts(&self) -> Result<DeviceFacts, DriverError> {
+    /// Name, arch, SM count, L2, memory, clocks and the theoretical bandwidth (2 × memory
+    /// clock × bus width); the measured copy peak is filled in by the worker.
+    pub fn facts(&self) -> Result<DeviceInfo, DriverError> {
         use sys::CUdevice_attribute::*;
         let (major, minor) = self
             .ctx
@@ -112,8 +95,7 @@ impl Gpu {
         let mut driver_version = 0;
         // SAFETY: plain out-parameter.
         let _ = unsafe { sys::cuDriverGetVersion(&mut driver_version) };
-        Ok(DeviceFacts {
-            ordinal: self.ordinal,
+        Ok(DeviceInfo {
             name: self
                 .ctx
                 .name()
@@ -128,10 +110,10 @@ impl Gpu {
                 as u64,
             sm_clock_khz: self.attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
             memory_clock_khz: mem_clock,
-            memory_bus_bits: bus,
             theoretical_bandwidth_gbps: 2.0 * f64::from(mem_clock) * 1e3 * f64::from(bus)
                 / 8.0
                 / 1e9,
+            measured_copy_gbps: None,
             driver_version,
         })
     }

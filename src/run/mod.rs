@@ -1,7 +1,21 @@
-//! The GPU side of kwb: finding a usable GPU and talking to the CUDA driver through cudarc,
-//! plus the measurement machinery (statistics and the stopping rule). Everything that can fault
-//! on a GPU belongs here, behind checks that turn a missing driver into an error, not a panic.
+//! The GPU side of kwb. The supervisor side plans jobs (`plan`, `params`) and drives an
+//! isolated worker process (`supervisor`, `protocol`); the worker (`worker`, `execute`,
+//! `program`, `bench`, `device`) owns the GPU, makes inputs (`inputs`, `npy`), checks outputs
+//! (`check`) and times runs (`stats`). Everything that can fault on a GPU lives in the worker,
+//! behind checks that turn a missing driver into an error, not a panic.
 
+pub mod bench;
+pub mod check;
+pub mod device;
+pub mod execute;
 pub mod gpu;
+pub mod inputs;
+pub mod npy;
+pub mod params;
+pub mod peak;
+pub mod plan;
+pub mod program;
 pub mod protocol;
 pub mod stats;
+pub mod supervisor;
+pub mod worker;

@@ -62,6 +62,17 @@ pub enum Reply {
         id: u64,
         phase: Phase,
     },
+    /// Still alive: sent at least every quarter second while a job runs on the GPU or the CPU,
+    /// so the supervisor's watchdog can tell a long benchmark from a hung kernel.
+    Heartbeat {
+        id: u64,
+    },
+    /// The GPU faulted (e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`); the context is lost and the worker
+    /// exits right after sending this.
+    Fault {
+        id: u64,
+        error: String,
+    },
     Done(Box<JobOutcome>),
     /// The request could not be carried out (no GPU, a bad job); the worker is still usable.
     Error {

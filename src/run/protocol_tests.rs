@@ -75,6 +75,11 @@ fn every_message_round_trips() {
         id: 7,
         phase: Phase::Benchmarking,
     });
+    round_trip(&Reply::Heartbeat { id: 7 });
+    round_trip(&Reply::Fault {
+        id: 7,
+        error: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+    });
     round_trip(&Reply::Error {
         id: Some(7),
         message: "out of memory: needs 3.0 GiB, 1.2 GiB free".into(),

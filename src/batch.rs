@@ -1,0 +1,295 @@
+//! `kwb batch`: the engine run headless for CI. Compile every version, run each (version,
+//! size) in the isolated GPU worker (check, then benchmark), and hand the results to a report
+//! format. The same events could feed the TUI; here they feed a progress line and a report.
+
+use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
+use crate::report::{self, BatchReport, Mode, RunResult, Status};
+use crate::run::plan::{plan_job, work, PlanOptions};
+use crate::run::protocol::{BenchMode, BenchSpec, Phase};
+use crate::run::stats::StopRule;
+use crate::run::supervisor::{JobResult, Supervisor, WorkerCommand};
+use crate::workspace::Workspace;
+use std::io::{IsTerminal, Write};
+
+/// Everything `kwb batch` can be told besides the workspace.
+#[derive(Debug, Clone)]
+pub struct BatchOptions {
+    pub sizes: Vec<String>,
+    pub versions: Vec<String>,
+    pub mode: BenchMode,
+    pub device: u32,
+    pub check: bool,
+    pub warmup_ms: f64,
+    pub stop: StopRule,
+    pub watchdog_ms: u64,
+    pub seed: Option<u64>,
+    pub cache: bool,
+}
+
+/// Why a batch could not run at all (as opposed to a version failing).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
+    #[error("{0}")]
+    Compile(String),
+}
+
+/// The outcome of a batch: the report and whether any version failed to compile.
+pub struct BatchOutcome {
+    pub report: BatchReport,
+    pub compile_errors: bool,
+}
+
+/// Keeps only the sizes and versions asked for, or says which names do not exist.
+pub fn select(ws: &mut Workspace, opts: &BatchOptions) -> Result<(), BatchError> {
+    for (asked, known, what) in [
+        (
+            &opts.sizes,
+            ws.sizes.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            "size",
+        ),
+        (
+            &opts.versions,
+            ws.versions
+                .iter()
+                .map(|v| v.name.clone())
+                .collect::<Vec<_>>(),
+            "version",
+        ),
+    ] {
+        if let Some(bad) = asked.iter().find(|a| !known.contains(a)) {
+            return Err(BatchError::Usage(format!(
+                "no {what} `{bad}`; {what}s: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    if !opts.sizes.is_empty() {
+        ws.sizes.retain(|s| opts.sizes.contains(&s.name));
+    }
+    if !opts.versions.is_empty() {
+        // The reference version runs inside every job, so it need not be selected itself.
+        ws.versions.retain(|v| opts.versions.contains(&v.name));
+    }
+    Ok(())
+}
+
+pub fn run(
+    ws: &Workspace,
+    opts: &BatchOptions,
+    worker: WorkerCommand,
+) -> Result<BatchOutcome, BatchError> {
+    let mut sup = Supervisor::start(worker).map_err(|e| BatchError::NoGpu(e.to_string()))?;
+    let device = sup
+        .device(opts.device)
+        .map_err(|e| BatchError::NoGpu(e.to_string()))?;
+    let arch = Arch::parse(&device.arch)
+        .map_err(|e| BatchError::NoGpu(format!("{}: {e}", device.name)))?;
+    let cache = if opts.cache {
+        Cache::default_location()
+    } else {
+        Cache::disabled()
+    };
+    let compiler = Compiler::new(arch, cache).map_err(|e| BatchError::Compile(e.to_string()))?;
+    let compiled = compiler.compile_workspace(ws);
+    let compile_errors = compiled.iter().any(|c| !c.ok);
+    let (peak, _) = device.peak();
+    let bench = BenchSpec {
+        check: opts.check,
+        benchmark: true,
+        mode: opts.mode,
+        warmup_ms: opts.warmup_ms,
+        stop: opts.stop.clone(),
+        watchdog_ms: opts.watchdog_ms,
+        rtol: None,
+        atol: None,
+    };
+    let seed0 = opts.seed.unwrap_or_else(fresh_seed);
+    let total = ws.sizes.len() * ws.versions.len();
+    let mut progress = ProgressLine::new(total);
+    let mut results = Vec::new();
+    let mut id = 0u64;
+    for size in &ws.sizes {
+        for (v, c) in ws.versions.iter().zip(&compiled) {
+            id += 1;
+            progress.start(&v.name, &size.name);
+            let mut r = RunResult::new(&v.name, &size.name, Status::Ok);
+            if !c.ok {
+                r.status = Status::CompileError;
+                r.message = c
+                    .diagnostics
+                    .iter()
+                    .find(|d| d.is_error())
+                    .map(|d| d.to_string());
+                results.push(r);
+                continue;
+            }
+            let reference = reference_of(ws, &compiled);
+            let opts = PlanOptions {
+                seed: seed0.wrapping_add(id.wrapping_mul(0x2545_f491_4f6c_dd1d)),
+                bench: bench.clone(),
+            };
+            let job = match plan_job(ws, v, c, size, arch.spec(), reference, id, &opts) {
+                Ok(j) => j,
+                Err(e) => {
+                    r.status = Status::Error;
+                    r.message = Some(e.to_string());
+                    results.push(r);
+                    continue;
+                }
+            };
+            (r.bytes, r.flops) = work(ws, v, size).unwrap_or((None, None));
+            match sup.run(&job, &mut |p| progress.phase(p)) {
+                JobResult::Done(o) => {
+                    if let Some(e) = o.error {
+                        r.status = Status::Skipped;
+                        r.message = Some(e);
+                    } else if o.check.as_ref().is_some_and(|c| !c.passed) {
+                        r.status = Status::CheckFailed;
+                        r.message = o.check.as_ref().and_then(|c| c.failure.clone());
+                    }
+                    r.check = o.check;
+                    if let (Some(t), Some(stop)) = (o.timing, o.stop) {
+                        r.set_timing(t, stop, peak);
+                    }
+                }
+                JobResult::Crashed { error } => {
+                    r.status = Status::Crashed;
+                    r.message = Some(format!("crashed: {error}"));
+                }
+                JobResult::Timeout { silent_ms } => {
+                    r.status = Status::Timeout;
+                    r.message = Some(format!(
+                        "timeout: no progress for {:.1} s; the worker was killed",
+                        silent_ms as f64 / 1e3
+                    ));
+                }
+                JobResult::Failed { message } => {
+                    r.status = Status::Error;
+                    r.message = Some(message);
+                }
+            }
+            results.push(r);
+        }
+    }
+    progress.finish();
+    sup.shutdown();
+    Ok(BatchOutcome {
+        report: BatchReport {
+            schema: report::SCHEMA,
+            kwb_version: env!("CARGO_PKG_VERSION").into(),
+            workspace: ws.path.display().to_string(),
+            created_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            device: Some(device),
+            mode: match opts.mode {
+                BenchMode::Cold => Mode::Cold,
+                BenchMode::Hot => Mode::Hot,
+                BenchMode::Graph => Mode::Graph,
+            },
+            results,
+        },
+        compile_errors,
+    })
+}
+
+fn reference_of<'a>(
+    ws: &'a Workspace,
+    compiled: &'a [CompiledVersion],
+) -> Option<(&'a crate::workspace::Version, &'a CompiledVersion)> {
+    match &ws.reference {
+        crate::workspace::Reference::Version(name) => ws
+            .versions
+            .iter()
+            .zip(compiled)
+            .find(|(v, _)| &v.name == name),
+        _ => None,
+    }
+}
+
+fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32)
+}
+
+/// A one-line progress display on stderr, drawn only when stderr is a terminal.
+struct ProgressLine {
+    on: bool,
+    done: usize,
+    total: usize,
+    label: String,
+}
+
+impl ProgressLine {
+    fn new(total: usize) -> Self {
+        ProgressLine {
+            on: std::io::stderr().is_terminal(),
+            done: 0,
+            total,
+            label: String::new(),
+        }
+    }
+
+    fn start(&mut self, version: &str, size: &str) {
+        self.done += 1;
+        self.label = format!("{version} @ {size}");
+        self.draw("compiled");
+    }
+
+    fn phase(&mut self, p: Phase) {
+        let word = match p {
+            Phase::Preparing => "preparing",
+            Phase::Checking => "checking",
+            Phase::Benchmarking => "benchmarking",
+        };
+        self.draw(word);
+    }
+
+    fn draw(&self, word: &str) {
+        if !self.on {
+            return;
+        }
+        let width = 24;
+        let filled = width * self.done.saturating_sub(1) / self.total.max(1);
+        let bar: String = "#".repeat(filled) + &"-".repeat(width - filled);
+        let mut e = std::io::stderr();
+        let _ = write!(
+            e,
+            "\r\x1b[2K[{bar}] {}/{} {} {word}",
+            self.done, self.total, self.label
+        );
+        let _ = e.flush();
+    }
+
+    fn finish(&self) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// The documented exit code for a finished batch: a compile error (3) outranks a failed check
+/// (1; crashes and timeouts count as failed checks), which outranks a regression (2).
+pub fn exit_code(outcome: &BatchOutcome, regressions: usize) -> i32 {
+    let failed = outcome.report.results.iter().any(|r| {
+        matches!(
+            r.status,
+            Status::CheckFailed | Status::Crashed | Status::Timeout | Status::Error
+        )
+    });
+    if outcome.compile_errors {
+        crate::exit::COMPILE_ERROR
+    } else if failed {
+        crate::exit::CHECK_FAILED
+    } else if regressions > 0 {
+        crate::exit::REGRESSION
+    } else {
+        crate::exit::OK
+    }
+}

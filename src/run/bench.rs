@@ -1,0 +1,123 @@
+//! Timing a program on the GPU the way a kernel author can trust: CUDA events around the timed
+//! region only, a warm-up by time, L2 flushed outside the timed region in cold mode, CUDA graphs
+//! to take launch overhead out in graph mode, and a stopping rule on the standard error.
+
+use super::device::{DevBuf, Event, Graph, Stream};
+use super::program::Loaded;
+use super::protocol::{BenchMode, BenchSpec};
+use super::stats::{summarize, Running, Stats, StopReason};
+use cudarc::driver::result::DriverError as CuError;
+use std::time::Instant;
+
+/// Launches captured per graph replay: enough that a replay lasts about this long.
+const GRAPH_TARGET_MS: f64 = 1.0;
+const GRAPH_MAX_LAUNCHES: usize = 1000;
+
+pub struct Timing {
+    pub stats: Stats,
+    pub stop: StopReason,
+}
+
+/// Runs `program` until the stopping rule is met and returns per-run statistics in µs.
+/// `flush` must be at least twice the L2 size for cold mode. `beat` is called often, so the
+/// caller can tell the supervisor it is alive.
+pub fn benchmark(
+    program: &mut Loaded,
+    s: &Stream,
+    flush: &DevBuf,
+    spec: &BenchSpec,
+    beat: &mut dyn FnMut(),
+) -> Result<Timing, CuError> {
+    let (start, end) = (Event::new()?, Event::new()?);
+    // Warm-up by time: caches, clocks and lazy module loading settle before anything counts.
+    let warm = Instant::now();
+    let mut warm_runs = 0usize;
+    let mut last_ms = 0.0;
+    while warm_runs == 0 || warm.elapsed().as_secs_f64() * 1e3 < spec.warmup_ms {
+        start.record(s)?;
+        program.enqueue(s)?;
+        end.record(s)?;
+        last_ms = start.elapsed_ms(&end)?;
+        warm_runs += 1;
+        beat();
+    }
+
+    let graph = match spec.mode {
+        BenchMode::Graph => {
+            let per = ((GRAPH_TARGET_MS / last_ms.max(1e-6)).ceil() as usize)
+                .clamp(1, GRAPH_MAX_LAUNCHES);
+            let g = Graph::capture(s, || {
+                for _ in 0..per {
+                    program.enqueue(s)?;
+                }
+                Ok(())
+            })?;
+            Some((g, per))
+        }
+        _ => None,
+    };
+
+    let mut samples = Vec::new();
+    let mut running = Running::new();
+    let began = Instant::now();
+    let mut flip = 0u8;
+    let stop = loop {
+        match (&graph, spec.mode) {
+            (Some((g, per)), _) => {
+                start.record(s)?;
+                g.launch(s)?;
+                end.record(s)?;
+                let ms = start.elapsed_ms(&end)? / *per as f64;
+                samples.push(ms * 1e3);
+            }
+            (None, BenchMode::Cold) => {
+                // Overwrite L2 with other data before the timed region, not inside it.
+                flip = flip.wrapping_add(1);
+                s.memset(flush, flip)?;
+                start.record(s)?;
+                program.enqueue(s)?;
+                end.record(s)?;
+                samples.push(start.elapsed_ms(&end)? * 1e3);
+            }
+            (None, _) => {
+                start.record(s)?;
+                program.enqueue(s)?;
+                end.record(s)?;
+                samples.push(start.elapsed_ms(&end)? * 1e3);
+            }
+        }
+        running.push(*samples.last().unwrap_or(&0.0));
+        beat();
+        if let Some(reason) = spec
+            .stop
+            .should_stop(&running, began.elapsed().as_secs_f64())
+        {
+            break reason;
+        }
+    };
+    let stats =
+        summarize(&samples).unwrap_or_else(|| summarize(&[0.0]).expect("one sample summarizes"));
+    Ok(Timing { stats, stop })
+}
+
+/// The device's copy bandwidth: a large device-to-device copy, bytes read plus written, in
+/// GB/s (median of several copies after a warm-up).
+pub fn measure_copy_peak(s: &Stream, bytes: usize) -> Result<f64, CuError> {
+    let a = DevBuf::alloc(bytes)?;
+    let b = DevBuf::alloc(bytes)?;
+    s.memset(&a, 1)?;
+    let (start, end) = (Event::new()?, Event::new()?);
+    let mut times = Vec::new();
+    for i in 0..23 {
+        start.record(s)?;
+        s.copy(&b, &a, bytes)?;
+        end.record(s)?;
+        let ms = start.elapsed_ms(&end)?;
+        if i >= 3 {
+            times.push(ms);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median_s = times[times.len() / 2] / 1e3;
+    Ok(2.0 * bytes as f64 / median_s / 1e9)
+}

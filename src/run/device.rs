@@ -1,0 +1,212 @@
+//! Owned CUDA driver resources for the worker: device memory, a module, a stream, timing
+//! events and a captured graph, each freed on drop. Calls go through cudarc's thin `result`
+//! layer so kwb controls every flag (timing events, non-blocking streams) itself.
+
+use cudarc::driver::result::{self, DriverError as CuError};
+use cudarc::driver::sys;
+use std::ffi::{c_void, CString};
+
+/// A driver error as the user should read it: the error's name, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+pub fn error_name(e: &CuError) -> String {
+    e.error_name()
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0))
+}
+
+/// Errors after which the context cannot be used again (the driver's "sticky" errors).
+pub fn is_sticky(e: &CuError) -> bool {
+    use sys::cudaError_enum::*;
+    matches!(
+        e.0,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+            | CUDA_ERROR_UNKNOWN
+            | CUDA_ERROR_CONTEXT_IS_DESTROYED
+    )
+}
+
+/// Device memory, freed on drop.
+pub struct DevBuf {
+    pub ptr: sys::CUdeviceptr,
+    pub bytes: usize,
+}
+
+impl DevBuf {
+    pub fn alloc(bytes: usize) -> Result<DevBuf, CuError> {
+        // A zero-byte buffer still gets a distinct, valid pointer.
+        let ptr = unsafe { result::malloc_sync(bytes.max(1)) }?;
+        Ok(DevBuf { ptr, bytes })
+    }
+
+    pub fn upload(&self, data: &[u8]) -> Result<(), CuError> {
+        assert!(
+            data.len() <= self.bytes.max(1),
+            "upload larger than the buffer"
+        );
+        unsafe { result::memcpy_htod_sync(self.ptr, data) }
+    }
+
+    pub fn download(&self) -> Result<Vec<u8>, CuError> {
+        let mut out = vec![0u8; self.bytes];
+        unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) }?;
+        Ok(out)
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = result::free_sync(self.ptr);
+        }
+    }
+}
+
+/// A stream of our own (non-blocking, so nothing else serialises with it).
+pub struct Stream(pub sys::CUstream);
+
+impl Stream {
+    pub fn new() -> Result<Stream, CuError> {
+        result::stream::create(result::stream::StreamKind::NonBlocking).map(Stream)
+    }
+
+    pub fn sync(&self) -> Result<(), CuError> {
+        unsafe { result::stream::synchronize(self.0) }
+    }
+
+    /// Fills `buf` with `value` asynchronously: used to evict L2 between samples.
+    pub fn memset(&self, buf: &DevBuf, value: u8) -> Result<(), CuError> {
+        unsafe { result::memset_d8_async(buf.ptr, value, buf.bytes, self.0) }
+    }
+
+    /// Device-to-device copy, asynchronously.
+    pub fn copy(&self, dst: &DevBuf, src: &DevBuf, bytes: usize) -> Result<(), CuError> {
+        unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, self.0) }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = result::stream::destroy(self.0);
+        }
+    }
+}
+
+/// A timing event. cudarc's default event flags disable timing, so kwb creates its own.
+pub struct Event(sys::CUevent);
+
+impl Event {
+    pub fn new() -> Result<Event, CuError> {
+        result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map(Event)
+    }
+
+    pub fn record(&self, s: &Stream) -> Result<(), CuError> {
+        unsafe { result::event::record(self.0, s.0) }
+    }
+
+    /// Milliseconds from `self` to `end`, waiting for `end` first.
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f64, CuError> {
+        unsafe {
+            result::event::synchronize(end.0)?;
+            result::event::elapsed(self.0, end.0).map(f64::from)
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = result::event::destroy(self.0);
+        }
+    }
+}
+
+/// A loaded CUBIN and the functions it was asked for.
+pub struct Module {
+    module: sys::CUmodule,
+}
+
+impl Module {
+    pub fn load(cubin: &[u8]) -> Result<Module, CuError> {
+        // The driver reads the ELF image from memory; keep it aligned and alive for the call.
+        let image: Vec<u64> = cubin
+            .chunks(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..c.len()].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect();
+        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }?;
+        Ok(Module { module })
+    }
+
+    pub fn function(&self, name: &str) -> Result<sys::CUfunction, CuError> {
+        let c = CString::new(name)
+            .map_err(|_| CuError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE))?;
+        unsafe { result::module::get_function(self.module, c) }
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = result::module::unload(self.module);
+        }
+    }
+}
+
+/// An instantiated CUDA graph.
+pub struct Graph {
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+}
+
+impl Graph {
+    /// Captures whatever `body` enqueues on `s` into a graph.
+    pub fn capture(
+        s: &Stream,
+        body: impl FnOnce() -> Result<(), CuError>,
+    ) -> Result<Graph, CuError> {
+        unsafe {
+            result::stream::begin_capture(
+                s.0,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )?;
+        }
+        let enqueued = body();
+        let graph = unsafe { result::stream::end_capture(s.0) }?;
+        enqueued?;
+        let exec = unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) };
+        match exec {
+            Ok(exec) => Ok(Graph { graph, exec }),
+            Err(e) => {
+                unsafe {
+                    let _ = result::graph::destroy(graph);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub fn launch(&self, s: &Stream) -> Result<(), CuError> {
+        unsafe { result::graph::launch(self.exec, s.0) }
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = result::graph::exec_destroy(self.exec);
+            let _ = result::graph::destroy(self.graph);
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! A version's program on the device: its CUBIN loaded, each launch's function looked up and
+//! its arguments packed once, so running the program (the thing that is checked and timed) is
+//! nothing but `cuLaunchKernel` calls.
+
+use super::device::{DevBuf, Module, Stream};
+use super::protocol::{ArgSpec, Program};
+use cudarc::driver::result::{self, DriverError as CuError};
+use cudarc::driver::sys;
+use std::collections::HashMap;
+use std::ffi::c_void;
+
+/// One launch, ready to go. `values` holds each argument in an 8-byte slot; `ptrs` points at
+/// the slots (boxed, so the addresses stay put when the struct moves).
+struct Ready {
+    func: sys::CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    _values: Box<[u64]>,
+    ptrs: Box<[*mut c_void]>,
+}
+
+pub struct Loaded {
+    _module: Module,
+    launches: Vec<Ready>,
+}
+
+/// Why a program could not be prepared (all recoverable: the context is fine).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PrepareError {
+    #[error("cannot load the CUBIN: {0}")]
+    Load(String),
+    #[error("launch {index} ({entry}): {message}")]
+    Launch {
+        index: usize,
+        entry: String,
+        message: String,
+    },
+}
+
+impl Loaded {
+    /// Loads `program`, binding buffer arguments to `buffers` by name.
+    pub fn prepare(
+        program: &Program,
+        buffers: &HashMap<String, &DevBuf>,
+    ) -> Result<Loaded, PrepareError> {
+        let module = Module::load(&program.cubin.0)
+            .map_err(|e| PrepareError::Load(super::device::error_name(&e)))?;
+        let mut launches = Vec::new();
+        for (index, l) in program.launches.iter().enumerate() {
+            let fail = |message: String| PrepareError::Launch {
+                index,
+                entry: l.entry.clone(),
+                message,
+            };
+            let func = module.function(&l.entry).map_err(|e| {
+                fail(format!(
+                    "no such kernel in the module ({})",
+                    super::device::error_name(&e)
+                ))
+            })?;
+            if l.dynamic_shared_bytes > 48 * 1024 {
+                // Past 48 KB a kernel must opt in to more dynamic shared memory.
+                unsafe {
+                    result::function::set_function_attribute(
+                        func,
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        l.dynamic_shared_bytes as i32,
+                    )
+                }
+                .map_err(|e| {
+                    fail(format!(
+                        "cannot allow {} bytes of dynamic shared memory: {}",
+                        l.dynamic_shared_bytes,
+                        super::device::error_name(&e)
+                    ))
+                })?;
+            }
+            let mut values = vec![0u64; l.args.len()].into_boxed_slice();
+            for (slot, a) in values.iter_mut().zip(&l.args) {
+                *slot = match a {
+                    ArgSpec::Buffer(name) => buffers
+                        .get(name)
+                        .map(|b| b.ptr)
+                        .ok_or_else(|| fail(format!("no buffer `{name}`")))?,
+                    ArgSpec::I32(v) => u64::from(*v as u32),
+                    ArgSpec::U32(v) => u64::from(*v),
+                    ArgSpec::I64(v) => *v as u64,
+                    ArgSpec::U64(v) => *v,
+                    ArgSpec::F32(v) => u64::from(v.to_bits()),
+                    ArgSpec::F64(v) => v.to_bits(),
+                };
+            }
+            // Each slot is little-endian, so a 4-byte parameter reads its low half.
+            let ptrs: Box<[*mut c_void]> = values
+                .iter_mut()
+                .map(|v| v as *mut u64 as *mut c_void)
+                .collect();
+            launches.push(Ready {
+                func,
+                grid: l.grid,
+                block: l.block,
+                shared: l.dynamic_shared_bytes,
+                _values: values,
+                ptrs,
+            });
+        }
+        Ok(Loaded {
+            _module: module,
+            launches,
+        })
+    }
+
+    /// Enqueues every launch of the program on `s`.
+    pub fn enqueue(&mut self, s: &Stream) -> Result<(), CuError> {
+        for l in &mut self.launches {
+            unsafe {
+                result::launch_kernel(
+                    l.func,
+                    (l.grid[0], l.grid[1], l.grid[2]),
+                    (l.block[0], l.block[1], l.block[2]),
+                    l.shared,
+                    s.0,
+                    &mut l.ptrs,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

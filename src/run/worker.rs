@@ -1,0 +1,174 @@
+//! `kwb worker`: the process that owns the GPU. It reads requests from stdin and writes replies
+//! to stdout (see docs/worker-protocol.md); a kernel that faults takes only this process down.
+
+use super::bench::measure_copy_peak;
+use super::device::{error_name, DevBuf, Stream};
+use super::execute::{run_job, ExecError, Progress, Workbench};
+use super::gpu::Gpu;
+use super::protocol::{read_frame, write_frame, Phase, ProtocolError, Reply, Request, PROTOCOL};
+use crate::report::DeviceInfo;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const HEARTBEAT: Duration = Duration::from_millis(250);
+
+/// The reply stream, shared with the heartbeat thread.
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn send(out: &Out, reply: &Reply) -> Result<(), ProtocolError> {
+    let mut w = out.lock().unwrap_or_else(|p| p.into_inner());
+    write_frame(&mut *w, reply)
+}
+
+struct Open {
+    gpu: Gpu,
+    bench: Workbench,
+    info: DeviceInfo,
+}
+
+/// Serves requests until shutdown or end of input; returns the process exit code.
+pub fn serve(mut input: impl std::io::Read, output: Box<dyn Write + Send>) -> i32 {
+    let out: Out = Arc::new(Mutex::new(output));
+    // Heartbeats while the worker is busy on the CPU (inputs, references), never while it
+    // waits on the GPU: a hung kernel must go quiet so the supervisor's watchdog fires.
+    let busy = Arc::new(AtomicBool::new(false));
+    let job = Arc::new(AtomicU64::new(0));
+    {
+        let (out, busy, job) = (out.clone(), busy.clone(), job.clone());
+        std::thread::spawn(move || loop {
+            std::thread::sleep(HEARTBEAT);
+            if busy.load(Ordering::Relaxed)
+                && send(
+                    &out,
+                    &Reply::Heartbeat {
+                        id: job.load(Ordering::Relaxed),
+                    },
+                )
+                .is_err()
+            {
+                return;
+            }
+        });
+    }
+    let mut open: Option<Open> = None;
+    loop {
+        let req: Request = match read_frame(&mut input) {
+            Ok(r) => r,
+            Err(ProtocolError::Closed) => return 0,
+            Err(e) => {
+                eprintln!("kwb worker: {e}");
+                return 2;
+            }
+        };
+        let reply = match req {
+            Request::Hello { .. } => Reply::Hello {
+                protocol: PROTOCOL,
+                kwb_version: env!("CARGO_PKG_VERSION").into(),
+            },
+            Request::Shutdown => return 0,
+            Request::Device { ordinal } => match ensure_open(&mut open, ordinal as usize) {
+                Ok(o) => Reply::Device(o.info.clone()),
+                Err(message) => Reply::Error { id: None, message },
+            },
+            Request::Run(j) => {
+                job.store(j.id, Ordering::Relaxed);
+                let o = match ensure_open(&mut open, 0) {
+                    Ok(o) => o,
+                    Err(message) => {
+                        let _ = send(
+                            &out,
+                            &Reply::Error {
+                                id: Some(j.id),
+                                message,
+                            },
+                        );
+                        continue;
+                    }
+                };
+                let mut p = Reporter {
+                    out: out.clone(),
+                    busy: busy.clone(),
+                    id: j.id,
+                    last: Instant::now(),
+                };
+                let r = run_job(&o.bench, &j, &mut p);
+                busy.store(false, Ordering::Relaxed);
+                match r {
+                    Ok(outcome) => Reply::Done(Box::new(outcome)),
+                    Err(ExecError::Failed(message)) => Reply::Error {
+                        id: Some(j.id),
+                        message,
+                    },
+                    Err(ExecError::Fault(error)) => {
+                        let _ = send(&out, &Reply::Fault { id: j.id, error });
+                        // The context is unusable; leave without running destructors on it.
+                        std::process::exit(1);
+                    }
+                }
+            }
+        };
+        if send(&out, &reply).is_err() {
+            return 2;
+        }
+    }
+}
+
+struct Reporter {
+    out: Out,
+    busy: Arc<AtomicBool>,
+    id: u64,
+    last: Instant,
+}
+
+impl Progress for Reporter {
+    fn phase(&mut self, phase: Phase) {
+        let _ = send(&self.out, &Reply::Phase { id: self.id, phase });
+        self.last = Instant::now();
+    }
+
+    fn beat(&mut self) {
+        if self.last.elapsed() >= HEARTBEAT {
+            let _ = send(&self.out, &Reply::Heartbeat { id: self.id });
+            self.last = Instant::now();
+        }
+    }
+
+    fn cpu_busy(&mut self, busy: bool) {
+        self.busy.store(busy, Ordering::Relaxed);
+    }
+}
+
+fn ensure_open(open: &mut Option<Open>, ordinal: usize) -> Result<&Open, String> {
+    if open.as_ref().is_some_and(|o| o.gpu.ordinal != ordinal) {
+        *open = None;
+    }
+    if open.is_none() {
+        *open = Some(open_device(ordinal)?);
+    }
+    open.as_ref().ok_or_else(|| "no device".to_string())
+}
+
+fn open_device(ordinal: usize) -> Result<Open, String> {
+    let gpu = Gpu::open(ordinal).map_err(|e| e.to_string())?;
+    gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
+    let facts = gpu.facts().map_err(|e| e.to_string())?;
+    let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
+    let stream = Stream::new().map_err(cu)?;
+    let flush = DevBuf::alloc((2 * facts.l2_bytes as usize).max(1 << 20)).map_err(cu)?;
+    let measured = super::peak::cached_or_measure(&facts, || {
+        let (free, _) = cudarc::driver::result::mem_get_info().map_err(cu)?;
+        let bytes = (1usize << 30).min(free / 4) & !0xfff;
+        measure_copy_peak(&stream, bytes).map_err(cu)
+    });
+    let info = DeviceInfo {
+        measured_copy_gbps: measured.ok(),
+        ..facts
+    };
+    Ok(Open {
+        gpu,
+        bench: Workbench { stream, flush },
+        info,
+    })
+}

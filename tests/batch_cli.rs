@@ -1,0 +1,73 @@
+//! `kwb batch` on the command line without a GPU: usage errors and the no-GPU path map to their
+//! documented exit codes with messages that say what to do.
+
+mod support;
+
+use std::process::Command;
+
+fn kwb(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kwb"))
+        .args(args)
+        .current_dir(support::repo())
+        .output()
+        .expect("run kwb");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn unknown_sizes_and_versions_are_usage_errors() {
+    let (code, _, err) = kwb(&[
+        "batch",
+        "workspaces/elementwise-add.yaml",
+        "--sizes",
+        "1Mi,3Mi",
+    ]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(
+        err.contains("no size `3Mi`; sizes: 1Mi, 16Mi, 256Mi"),
+        "{err}"
+    );
+    let (code, _, err) = kwb(&[
+        "batch",
+        "workspaces/elementwise-add.yaml",
+        "--versions",
+        "v9",
+    ]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("no version `v9`"), "{err}");
+}
+
+#[test]
+fn a_bad_baseline_or_workspace_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("baseline.json");
+    std::fs::write(&bad, "{\"schema\": 99}").unwrap();
+    let (code, _, err) = kwb(&[
+        "batch",
+        "workspaces/gelu.yaml",
+        "--baseline",
+        &bad.display().to_string(),
+    ]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("baseline.json"), "{err}");
+    let (code, _, err) = kwb(&["batch", "tests/fixtures/workspaces/unknown_field.yaml"]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("unknown field `grdi`"), "{err}");
+}
+
+#[test]
+fn without_a_gpu_batch_exits_5_and_says_why() {
+    if kwb::run::gpu::probe(0).is_ok() {
+        println!("a GPU is present; the no-GPU path is not exercised here");
+        return;
+    }
+    let (code, out, err) = kwb(&["batch", "workspaces/elementwise-add.yaml", "--sizes", "1Mi"]);
+    assert_eq!(code, kwb::exit::NO_GPU, "{out}{err}");
+    assert!(err.contains("no usable GPU"), "{err}");
+    assert!(err.contains("kwb inspect works without a GPU"), "{err}");
+    assert!(out.is_empty(), "{out}");
+}
