@@ -112,7 +112,9 @@ pub fn run(
     let mut progress = ProgressLine::new(total);
     let mut results = Vec::new();
     let mut id = 0u64;
-    for size in &ws.sizes {
+    for (size_index, size) in ws.sizes.iter().enumerate() {
+        // One fresh seed per size: every version of a size is checked on the same new data.
+        let seed = seed0.wrapping_add((size_index as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
         for (v, c) in ws.versions.iter().zip(&compiled) {
             id += 1;
             progress.start(&v.name, &size.name);
@@ -129,7 +131,7 @@ pub fn run(
             }
             let reference = reference_of(ws, &compiled);
             let opts = PlanOptions {
-                seed: seed0.wrapping_add(id.wrapping_mul(0x2545_f491_4f6c_dd1d)),
+                seed,
                 bench: bench.clone(),
             };
             let job = match plan_job(ws, v, c, size, arch.spec(), reference, id, &opts) {
@@ -158,12 +160,12 @@ pub fn run(
                 }
                 JobResult::Crashed { error } => {
                     r.status = Status::Crashed;
-                    r.message = Some(format!("crashed: {error}"));
+                    r.message = Some(error);
                 }
                 JobResult::Timeout { silent_ms } => {
                     r.status = Status::Timeout;
                     r.message = Some(format!(
-                        "timeout: no progress for {:.1} s; the worker was killed",
+                        "no progress for {:.1} s; the worker was killed",
                         silent_ms as f64 / 1e3
                     ));
                 }
@@ -291,5 +293,53 @@ pub fn exit_code(outcome: &BatchOutcome, regressions: usize) -> i32 {
         crate::exit::REGRESSION
     } else {
         crate::exit::OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(statuses: &[Status], compile_errors: bool) -> BatchOutcome {
+        BatchOutcome {
+            report: BatchReport {
+                schema: report::SCHEMA,
+                kwb_version: "test".into(),
+                workspace: "w.yaml".into(),
+                created_unix_s: 0,
+                device: None,
+                mode: Mode::Cold,
+                results: statuses
+                    .iter()
+                    .map(|s| RunResult::new("v", "n", *s))
+                    .collect(),
+            },
+            compile_errors,
+        }
+    }
+
+    #[test]
+    fn exit_codes_rank_compile_errors_then_failures_then_regressions() {
+        use crate::exit::*;
+        assert_eq!(
+            exit_code(&outcome(&[Status::Ok, Status::Skipped], false), 0),
+            OK
+        );
+        assert_eq!(exit_code(&outcome(&[Status::Ok], false), 1), REGRESSION);
+        for failing in [
+            Status::CheckFailed,
+            Status::Crashed,
+            Status::Timeout,
+            Status::Error,
+        ] {
+            assert_eq!(
+                exit_code(&outcome(&[Status::Ok, failing], false), 1),
+                CHECK_FAILED
+            );
+        }
+        assert_eq!(
+            exit_code(&outcome(&[Status::CheckFailed], true), 1),
+            COMPILE_ERROR
+        );
     }
 }

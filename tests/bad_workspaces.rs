@@ -92,7 +92,7 @@ fn compile_error() {
 }
 
 fn kwb(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kwb"))
+    let out = Command::new(support::kwb_bin())
         .args(args)
         .output()
         .expect("run kwb");

@@ -6,7 +6,7 @@ mod support;
 use std::process::Command;
 
 fn kwb(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kwb"))
+    let out = Command::new(support::kwb_bin())
         .args(args)
         .current_dir(support::repo())
         .output()

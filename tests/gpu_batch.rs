@@ -11,7 +11,7 @@ use std::process::Command;
 
 fn batch(workspace: &str, extra: &[&str]) -> (i32, BatchReport, String) {
     let ws = support::repo().join(workspace);
-    let out = Command::new(env!("CARGO_BIN_EXE_kwb"))
+    let out = Command::new(support::kwb_bin())
         .arg("batch")
         .arg(&ws)
         .args([
@@ -121,4 +121,27 @@ fn broken_kernels_are_caught_and_the_rest_still_run() {
     );
     assert_eq!(by("good2").status, Status::Ok, "{:?}", by("good2").message);
     assert_eq!(code, kwb::exit::CHECK_FAILED, "{stderr}");
+}
+
+#[test]
+fn a_size_that_does_not_fit_is_skipped_with_the_figures() {
+    if gpu_or_skip("a_size_that_does_not_fit_is_skipped_with_the_figures").is_none() {
+        return;
+    }
+    support::provision_nvrtc();
+    let (code, report, stderr) = batch("tests/fixtures/broken/huge.yaml", &[]);
+    let r = &report.results[0];
+    println!("huge: {} {:?}", r.status, r.message);
+    assert_eq!(r.status, Status::Skipped, "{stderr}");
+    let msg = r.message.as_deref().unwrap_or("");
+    assert!(
+        msg.contains("does not fit in device memory: needs 768.00 GiB"),
+        "{msg}"
+    );
+    assert!(msg.contains("GiB free of"), "{msg}");
+    assert_eq!(
+        code,
+        kwb::exit::OK,
+        "a skipped size is not a failure: {stderr}"
+    );
 }

@@ -128,7 +128,8 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
     out
 }
 
-/// `device: NAME (arch) · mode: hot · measured copy peak: 3000.0 GB/s`.
+/// `device: NAME (arch) · mode: hot · measured copy peak: 3000.0 GB/s`, then a line with the
+/// device's facts (SMs, L2, memory, clocks, theoretical bandwidth).
 fn header_line(report: &BatchReport) -> String {
     match &report.device {
         Some(d) => {
@@ -136,9 +137,18 @@ fn header_line(report: &BatchReport) -> String {
             let peak = peak
                 .map(|p| format!(" · {label}: {p:.1} GB/s"))
                 .unwrap_or_default();
+            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
             format!(
-                "device: {} ({}) · mode: {}{peak}\n",
-                d.name, d.arch, report.mode
+                "device: {} ({}) · mode: {}{peak}\n        {} SMs · L2 {:.0} MiB · {:.0} GiB · SM {} MHz · memory {} MHz · theoretical {:.0} GB/s\n",
+                d.name,
+                d.arch,
+                report.mode,
+                d.sm_count,
+                mib(d.l2_bytes),
+                mib(d.memory_bytes) / 1024.0,
+                d.sm_clock_khz / 1000,
+                d.memory_clock_khz / 1000,
+                d.theoretical_bandwidth_gbps
             )
         }
         None => format!("device: none · mode: {}\n", report.mode),
@@ -224,6 +234,7 @@ pub(crate) mod tests {
         let report = sample_report();
         let expected = "\
 device: NVIDIA H100 80GB HBM3 (sm_90) · mode: hot · measured copy peak: 3000.0 GB/s
+        132 SMs · L2 50 MiB · 80 GiB · SM 1980 MHz · memory 2619 MHz · theoretical 3352 GB/s
 version  | size | time (µs median) |   ±CV |   GB/s | % of peak | check | status
 ---------+------+------------------+-------+--------+-----------+-------+-------
 v0-naive | 1M   |            8.000 | ±1.0% | 1500.0 |     50.0% | pass  | ok

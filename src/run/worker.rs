@@ -93,7 +93,7 @@ pub fn serve(mut input: impl std::io::Read, output: Box<dyn Write + Send>) -> i3
                     id: j.id,
                     last: Instant::now(),
                 };
-                let r = run_job(&o.bench, &j, &mut p);
+                let r = run_job(&mut o.bench, &j, &mut p);
                 busy.store(false, Ordering::Relaxed);
                 match r {
                     Ok(outcome) => Reply::Done(Box::new(outcome)),
@@ -140,14 +140,14 @@ impl Progress for Reporter {
     }
 }
 
-fn ensure_open(open: &mut Option<Open>, ordinal: usize) -> Result<&Open, String> {
+fn ensure_open(open: &mut Option<Open>, ordinal: usize) -> Result<&mut Open, String> {
     if open.as_ref().is_some_and(|o| o.gpu.ordinal != ordinal) {
         *open = None;
     }
     if open.is_none() {
         *open = Some(open_device(ordinal)?);
     }
-    open.as_ref().ok_or_else(|| "no device".to_string())
+    open.as_mut().ok_or_else(|| "no device".to_string())
 }
 
 fn open_device(ordinal: usize) -> Result<Open, String> {
@@ -168,7 +168,11 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     };
     Ok(Open {
         gpu,
-        bench: Workbench { stream, flush },
+        bench: Workbench {
+            stream,
+            flush,
+            data: None,
+        },
         info,
     })
 }

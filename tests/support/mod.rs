@@ -75,3 +75,14 @@ pub fn assert_golden(path: &Path, actual: &str) {
         path.display()
     );
 }
+
+/// The kwb binary: cargo's build of it, or, where the tests were carried to another machine
+/// without it (the GPU bundle), the `kwb` on PATH.
+pub fn kwb_bin() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_kwb"));
+    if built.exists() {
+        built
+    } else {
+        PathBuf::from("kwb")
+    }
+}
