@@ -144,36 +144,8 @@ pub fn run(
                 }
             };
             (r.bytes, r.flops) = work(ws, v, size).unwrap_or((None, None));
-            match sup.run(&job, &mut |p| progress.phase(p)) {
-                JobResult::Done(o) => {
-                    if let Some(e) = o.error {
-                        r.status = Status::Skipped;
-                        r.message = Some(e);
-                    } else if o.check.as_ref().is_some_and(|c| !c.passed) {
-                        r.status = Status::CheckFailed;
-                        r.message = o.check.as_ref().and_then(|c| c.failure.clone());
-                    }
-                    r.check = o.check;
-                    if let (Some(t), Some(stop)) = (o.timing, o.stop) {
-                        r.set_timing(t, stop, peak);
-                    }
-                }
-                JobResult::Crashed { error } => {
-                    r.status = Status::Crashed;
-                    r.message = Some(error);
-                }
-                JobResult::Timeout { silent_ms } => {
-                    r.status = Status::Timeout;
-                    r.message = Some(format!(
-                        "no progress for {:.1} s; the worker was killed",
-                        silent_ms as f64 / 1e3
-                    ));
-                }
-                JobResult::Failed { message } => {
-                    r.status = Status::Error;
-                    r.message = Some(message);
-                }
-            }
+            let outcome = sup.run(&job, &mut |p| progress.phase(p));
+            fill_result(&mut r, outcome, peak);
             results.push(r);
         }
     }
@@ -197,6 +169,41 @@ pub fn run(
         },
         compile_errors,
     })
+}
+
+/// Turns what the supervisor reports for a job into the result's status, message, check and
+/// timing. Shared by `kwb batch` and `kwb watch`, so both read a job the same way.
+pub fn fill_result(r: &mut RunResult, outcome: JobResult, peak: Option<f64>) {
+    match outcome {
+        JobResult::Done(o) => {
+            if let Some(e) = o.error {
+                r.status = Status::Skipped;
+                r.message = Some(e);
+            } else if o.check.as_ref().is_some_and(|c| !c.passed) {
+                r.status = Status::CheckFailed;
+                r.message = o.check.as_ref().and_then(|c| c.failure.clone());
+            }
+            r.check = o.check;
+            if let (Some(t), Some(stop)) = (o.timing, o.stop) {
+                r.set_timing(t, stop, peak);
+            }
+        }
+        JobResult::Crashed { error } => {
+            r.status = Status::Crashed;
+            r.message = Some(error);
+        }
+        JobResult::Timeout { silent_ms } => {
+            r.status = Status::Timeout;
+            r.message = Some(format!(
+                "no progress for {:.1} s; the worker was killed",
+                silent_ms as f64 / 1e3
+            ));
+        }
+        JobResult::Failed { message } => {
+            r.status = Status::Error;
+            r.message = Some(message);
+        }
+    }
 }
 
 fn reference_of<'a>(

@@ -12,6 +12,8 @@ pub mod expr;
 pub mod inspect;
 pub mod report;
 pub mod run;
+pub mod ui;
+pub mod watch;
 pub mod workspace;
 
 use std::path::PathBuf;

@@ -14,9 +14,12 @@ use std::process::ExitCode;
     version,
     about = "The kernel workbench: compile, inspect, check and benchmark CUDA kernels side by side"
 )]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// A workspace to watch: `kwb W.yaml` is `kwb watch W.yaml`.
+    workspace: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -26,9 +29,26 @@ enum Command {
     Inspect(InspectArgs),
     /// Compile, check and benchmark every version on the GPU, headless, for CI.
     Batch(BatchArgs),
+    /// The live workbench: recompile, re-check and re-benchmark on every save.
+    Watch(WatchArgs),
     /// The isolated GPU worker (speaks docs/worker-protocol.md on stdin/stdout).
     #[command(hide = true)]
     Worker,
+}
+
+#[derive(clap::Args)]
+struct WatchArgs {
+    /// The workspace YAML file.
+    workspace: PathBuf,
+    /// Target architecture (default: the workspace's, else sm_90).
+    #[arg(long)]
+    arch: Option<String>,
+    /// A theme name (dark, light, high-contrast, or one in ~/.config/kwb/themes) or a theme file.
+    #[arg(long)]
+    theme: Option<String>,
+    /// Do not look for a GPU: compile, PTX, resources and occupancy only.
+    #[arg(long)]
+    no_gpu: bool,
 }
 
 #[derive(clap::Args)]
@@ -135,7 +155,21 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let code = match cli.command {
+    let command = match (cli.command, cli.workspace) {
+        (Some(c), _) => c,
+        (None, Some(workspace)) => Command::Watch(WatchArgs {
+            workspace,
+            arch: None,
+            theme: None,
+            no_gpu: false,
+        }),
+        (None, None) => {
+            let _ = <Cli as clap::CommandFactory>::command().print_help();
+            return ExitCode::from(exit::USAGE as u8);
+        }
+    };
+    let code = match command {
+        Command::Watch(args) => run_watch(args),
         Command::Inspect(args) => run_inspect(args),
         Command::Batch(args) => run_batch(args),
         Command::Worker => {
@@ -343,4 +377,30 @@ fn run_batch(a: BatchArgs) -> i32 {
         eprintln!("regression: {}", report::baseline::render_regression(r));
     }
     batch::exit_code(&outcome, regressions.len())
+}
+
+fn run_watch(a: WatchArgs) -> i32 {
+    let arch = match a.arch.as_deref().map(Arch::parse) {
+        None => None,
+        Some(Ok(arch)) => Some(arch),
+        Some(Err(e)) => {
+            eprintln!("error: --arch: {e}");
+            return exit::USAGE;
+        }
+    };
+    let opts = kwb::ui::runtime::WatchOptions {
+        workspace: a.workspace,
+        arch,
+        theme: a.theme,
+        gpu: !a.no_gpu,
+        // https://no-color.org: any non-empty NO_COLOR turns colour off.
+        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    };
+    match kwb::ui::runtime::run(opts) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("{e}");
+            exit::USAGE
+        }
+    }
 }

@@ -48,6 +48,8 @@ pub struct CompiledVersion {
     /// Every kernel in the CUBIN, in file order.
     pub kernels: Vec<KernelResources>,
     pub options: Vec<String>,
+    /// The local files the source pulls in with `#include "..."` (watched like the source).
+    pub includes: Vec<PathBuf>,
     pub cached: bool,
     pub millis: f64,
 }
@@ -111,6 +113,7 @@ impl Compiler {
             cubin: Arc::from(Vec::new()),
             kernels: Vec::new(),
             options: options.clone(),
+            includes: Vec::new(),
             cached: false,
             millis: 0.0,
         };
@@ -127,6 +130,7 @@ impl Compiler {
             .into_iter()
             .filter_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
             .collect();
+        out.includes = includes.iter().map(|(p, _)| p.clone()).collect();
         let key = Cache::key(&source, &includes, &options, self.nvrtc.version);
         let raw = match self.cache.get(&key) {
             Some(raw) => {

@@ -19,6 +19,8 @@ const MAX_RUNS_PER_SAMPLE: usize = 32;
 pub struct Timing {
     pub stats: Stats,
     pub stop: StopReason,
+    /// Every sample, µs per run.
+    pub samples: Vec<f64>,
 }
 
 /// Runs `program` until the stopping rule is met and returns per-run statistics in µs.
@@ -108,9 +110,14 @@ pub fn benchmark(
             break reason;
         }
     };
-    let stats =
-        summarize(&samples).unwrap_or_else(|| summarize(&[0.0]).expect("one sample summarizes"));
-    Ok(Timing { stats, stop })
+    let stats = summarize(&samples).ok_or(CuError(
+        cudarc::driver::sys::cudaError_enum::CUDA_ERROR_UNKNOWN,
+    ))?;
+    Ok(Timing {
+        stats,
+        stop,
+        samples,
+    })
 }
 
 /// The device's copy bandwidth: a large device-to-device copy, bytes read plus written, in

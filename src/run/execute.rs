@@ -122,6 +122,7 @@ pub fn run_job(
 ) -> Result<JobOutcome, ExecError> {
     progress.phase(Phase::Preparing);
     let mut outcome = JobOutcome {
+        samples_us: Vec::new(),
         id: job.id,
         check: None,
         timing: None,
@@ -199,12 +200,16 @@ pub fn run_job(
     wb.data = Some(data);
     if job.bench.benchmark {
         progress.phase(Phase::Benchmarking);
-        let Timing { stats, stop } =
-            benchmark(&mut program, &wb.stream, &wb.flush, &job.bench, &mut || {
-                progress.beat()
-            })?;
+        let Timing {
+            stats,
+            stop,
+            samples,
+        } = benchmark(&mut program, &wb.stream, &wb.flush, &job.bench, &mut || {
+            progress.beat()
+        })?;
         outcome.timing = Some(stats);
         outcome.stop = Some(stop);
+        outcome.samples_us = samples[samples.len().saturating_sub(256)..].to_vec();
     }
     Ok(outcome)
 }

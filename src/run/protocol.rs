@@ -220,6 +220,9 @@ pub struct JobOutcome {
     pub check: Option<crate::report::CheckSummary>,
     pub timing: Option<Stats>,
     pub stop: Option<StopReason>,
+    /// The benchmark's samples in µs (the last 256 at most), for sparklines.
+    #[serde(default)]
+    pub samples_us: Vec<f64>,
     /// Set when the job could not run (too little memory, a launch error that left the context
     /// usable); faults that kill the context kill the worker instead.
     pub error: Option<String>,

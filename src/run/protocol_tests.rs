@@ -85,6 +85,7 @@ fn every_message_round_trips() {
         message: "out of memory: needs 3.0 GiB, 1.2 GiB free".into(),
     });
     round_trip(&Reply::Done(Box::new(JobOutcome {
+        samples_us: vec![1.5, 2.5],
         id: 7,
         check: None,
         timing: None,

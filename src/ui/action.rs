@@ -1,0 +1,449 @@
+//! Every input the TUI reacts to, as one enum, and the one `update` that applies it to the
+//! state. Key presses, file changes, compile results and GPU events all arrive here; what must
+//! happen outside the state (compiles, GPU runs, reloading the workspace) comes back as
+//! [`Effect`]s for the runtime to carry out.
+
+use super::app::{App, CompareRow, CompareView, Focus, GpuState, RowKind, Tab, VersionStatus};
+use crate::compile::CompiledVersion;
+use crate::diag::Diagnostic;
+use crate::report::{RunResult, Status};
+use crate::run::protocol::Phase;
+use crate::workspace::Workspace;
+use ratatui::text::Line;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A finished compile, with everything the screen needs already computed off the UI thread.
+#[derive(Debug, Clone)]
+pub struct CompileDone {
+    pub index: usize,
+    pub generation: u64,
+    pub source: Arc<str>,
+    pub source_lines: Arc<Vec<Line<'static>>>,
+    pub result: Arc<CompiledVersion>,
+    pub ptx_lines: Arc<Vec<Line<'static>>>,
+    pub sass: Option<Arc<Vec<Line<'static>>>>,
+    /// For source ↔ PTX correlation: per PTX line, the source line it came from (1-based).
+    pub ptx_source_lines: Arc<Vec<Option<u32>>>,
+}
+
+/// What happened to one (version, size) on the GPU.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    Phase(Phase),
+    Finished {
+        result: Box<RunResult>,
+        samples: Vec<f64>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum Action {
+    Quit,
+    ToggleHelp,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    NextTab,
+    PrevTab,
+    SelectTab(Tab),
+    FocusNext,
+    SelectVersion(usize),
+    ToggleMark,
+    NextSize,
+    CycleTheme,
+    /// Doubles (`+1`) or halves (`-1`) the what-if block size.
+    WhatIfBlock(i32),
+    /// Adds or removes 4 KiB of what-if dynamic shared memory.
+    WhatIfShared(i32),
+    /// Lowers or raises the what-if register cap by 8.
+    WhatIfRegisters(i32),
+    WhatIfReset,
+    ToggleDiagnosticSource,
+    Scroll(i32),
+    /// Files on disk changed (from the watcher).
+    FilesChanged(Vec<PathBuf>),
+    /// The workspace file was re-read.
+    WorkspaceReloaded(Result<Box<Workspace>, Vec<Diagnostic>>),
+    Compiled(Box<CompileDone>),
+    Run {
+        index: usize,
+        generation: u64,
+        size: usize,
+        event: RunEvent,
+    },
+    Gpu(GpuState),
+    Message(String),
+}
+
+/// Work for the runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Compile {
+        index: usize,
+        generation: u64,
+    },
+    /// Check and benchmark a version at every size, from its current compile.
+    Run {
+        index: usize,
+        generation: u64,
+    },
+    ReloadWorkspace,
+    /// Highlighting depends on the theme: redo it for every version.
+    Rehighlight,
+}
+
+pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    match action {
+        Action::Quit => app.quit = true,
+        Action::ToggleHelp => app.help = !app.help,
+        Action::Up => step(app, -1),
+        Action::Down => step(app, 1),
+        Action::PageUp => app.scroll = app.scroll.saturating_sub(20),
+        Action::PageDown => app.scroll = app.scroll.saturating_add(20),
+        Action::Top => app.scroll = 0,
+        Action::Bottom => app.scroll = u16::MAX / 2,
+        Action::Scroll(d) => {
+            app.scroll = (i32::from(app.scroll) + d).clamp(0, i32::from(u16::MAX / 2)) as u16
+        }
+        Action::NextTab | Action::PrevTab => {
+            let i = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0) as i32;
+            let d = if matches!(action, Action::NextTab) {
+                1
+            } else {
+                -1
+            };
+            app.tab = Tab::ALL[(i + d).rem_euclid(Tab::ALL.len() as i32) as usize];
+            app.scroll = 0;
+        }
+        Action::SelectTab(t) => {
+            app.tab = t;
+            app.scroll = 0;
+        }
+        Action::FocusNext => {
+            app.focus = match app.focus {
+                Focus::Versions => Focus::Main,
+                Focus::Main => Focus::Diagnostics,
+                Focus::Diagnostics => Focus::Versions,
+            }
+        }
+        Action::SelectVersion(i) if i < app.versions.len() => {
+            app.selected = i;
+            app.scroll = 0;
+            correlate(app);
+        }
+        Action::SelectVersion(_) => {}
+        Action::ToggleMark => {
+            let i = app.selected;
+            if let Some(p) = app.marks.iter().position(|m| *m == i) {
+                app.marks.remove(p);
+            } else {
+                if app.marks.len() == 2 {
+                    app.marks.remove(0);
+                }
+                app.marks.push(i);
+            }
+            recompare(app);
+            if app.compare.is_some() {
+                app.tab = Tab::Compare;
+            }
+        }
+        Action::NextSize => {
+            if !app.workspace.sizes.is_empty() {
+                app.size = (app.size + 1) % app.workspace.sizes.len();
+            }
+        }
+        Action::CycleTheme => {
+            app.theme = app.theme.wrapping_add(1);
+            effects.push(Effect::Rehighlight);
+        }
+        Action::WhatIfBlock(d) => {
+            let base = app
+                .what_if
+                .block
+                .unwrap_or_else(|| launched_block(app).unwrap_or(256));
+            let next = if d > 0 {
+                base.saturating_mul(2)
+            } else {
+                base / 2
+            };
+            app.what_if.block = Some(next.clamp(32, 1024));
+        }
+        Action::WhatIfShared(d) => {
+            let base = app.what_if.dynamic_shared.unwrap_or(0) as i64;
+            app.what_if.dynamic_shared =
+                Some((base + i64::from(d) * 4096).clamp(0, 227 * 1024) as u32);
+        }
+        Action::WhatIfRegisters(d) => {
+            let base = app.what_if.register_cap.unwrap_or(255) as i64;
+            app.what_if.register_cap = Some((base + i64::from(d) * 8).clamp(16, 255) as u32);
+        }
+        Action::WhatIfReset => app.what_if = Default::default(),
+        Action::ToggleDiagnosticSource => app.show_diagnostic_source = !app.show_diagnostic_source,
+        Action::FilesChanged(paths) => files_changed(app, &paths, &mut effects),
+        Action::WorkspaceReloaded(r) => reloaded(app, r, &mut effects),
+        Action::Compiled(done) => compiled(app, *done, &mut effects),
+        Action::Run {
+            index,
+            generation,
+            size,
+            event,
+        } => run_event(app, index, generation, size, event),
+        Action::Gpu(g) => {
+            let now_present = matches!(g, GpuState::Present(_));
+            app.gpu = g;
+            if now_present {
+                // Versions compiled before the GPU answered get their runs now.
+                for (index, v) in app.versions.iter_mut().enumerate() {
+                    if v.status == VersionStatus::Done && v.compiled.is_some() {
+                        v.status = VersionStatus::Checking;
+                        effects.push(Effect::Run {
+                            index,
+                            generation: v.generation,
+                        });
+                    }
+                }
+            }
+        }
+        Action::Message(m) => app.message = m,
+    }
+    effects
+}
+
+/// Moves the selection in the focused list, or the cursor/scroll in the main tab.
+fn step(app: &mut App, d: i32) {
+    match app.focus {
+        Focus::Versions => {
+            let n = app.versions.len() as i32;
+            if n > 0 {
+                app.selected = (app.selected as i32 + d).clamp(0, n - 1) as usize;
+                app.scroll = 0;
+            }
+        }
+        Focus::Main => {
+            if app.tab == Tab::Source {
+                app.cursor_line = (app.cursor_line as i32 + d).max(1) as u32;
+                let top = u32::from(app.scroll) + 1;
+                if app.cursor_line < top {
+                    app.scroll = (app.cursor_line - 1) as u16;
+                }
+            } else {
+                app.scroll = (i32::from(app.scroll) + d).max(0) as u16;
+            }
+        }
+        Focus::Diagnostics => {
+            let n = app.all_diagnostics().len() as i32;
+            if n > 0 {
+                app.diagnostic = (app.diagnostic as i32 + d).clamp(0, n - 1) as usize;
+            }
+        }
+    }
+    correlate(app);
+}
+
+/// The selected version's first launch block size at the selected size.
+fn launched_block(app: &App) -> Option<u32> {
+    let v = app.workspace.versions.get(app.selected)?;
+    let l = v.launches.first()?;
+    let size = app.workspace.sizes.get(app.size)?;
+    let env = crate::workspace::SizeEnv::vars(&size.vars);
+    let threads = l
+        .block
+        .iter()
+        .map(|f| f.eval_u64(&env).ok())
+        .product::<Option<u64>>()?;
+    u32::try_from(threads).ok()
+}
+
+fn files_changed(app: &mut App, paths: &[PathBuf], effects: &mut Vec<Effect>) {
+    if paths.iter().any(|p| same_file(p, &app.workspace.path)) {
+        effects.push(Effect::ReloadWorkspace);
+    }
+    for (index, v) in app.versions.iter_mut().enumerate() {
+        let deps = v
+            .compiled
+            .as_ref()
+            .map(|c| c.includes.clone())
+            .unwrap_or_default();
+        if paths
+            .iter()
+            .any(|p| same_file(p, &v.file) || deps.iter().any(|d| same_file(p, d)))
+        {
+            v.generation += 1;
+            v.status = VersionStatus::Compiling;
+            effects.push(Effect::Compile {
+                index,
+                generation: v.generation,
+            });
+        }
+    }
+}
+
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+fn reloaded(app: &mut App, r: Result<Box<Workspace>, Vec<Diagnostic>>, effects: &mut Vec<Effect>) {
+    match r {
+        Err(diags) => {
+            // Keep running the last good configuration; show what is wrong.
+            app.workspace_errors = diags;
+            app.message = "workspace has errors: the previous configuration stays in use".into();
+        }
+        Ok(ws) => {
+            app.workspace_errors.clear();
+            let old = std::mem::replace(&mut app.workspace, *ws);
+            let mut fresh = App::new(app.workspace.clone(), app.arch);
+            // Versions that kept their name keep their compiles and results where still valid.
+            for v in &mut fresh.versions {
+                if let Some(prev) = app.versions.iter().find(|p| p.name == v.name) {
+                    v.generation = prev.generation;
+                }
+            }
+            app.versions = fresh.versions;
+            app.selected = app.selected.min(app.versions.len().saturating_sub(1));
+            app.size = app.size.min(app.workspace.sizes.len().saturating_sub(1));
+            app.marks.clear();
+            app.compare = None;
+            let _ = old;
+            app.message = "workspace reloaded".into();
+            for (index, v) in app.versions.iter_mut().enumerate() {
+                v.generation += 1;
+                v.status = VersionStatus::Compiling;
+                effects.push(Effect::Compile {
+                    index,
+                    generation: v.generation,
+                });
+            }
+        }
+    }
+}
+
+fn compiled(app: &mut App, done: CompileDone, effects: &mut Vec<Effect>) {
+    let gpu = matches!(app.gpu, GpuState::Present(_));
+    let Some(v) = app.versions.get_mut(done.index) else {
+        return;
+    };
+    if done.generation < v.generation {
+        return; // superseded by a newer save
+    }
+    v.source = done.source;
+    v.source_lines = done.source_lines;
+    v.diagnostics = done.result.diagnostics.clone();
+    if done.result.ok {
+        v.compiled = Some(done.result);
+        v.ptx_lines = done.ptx_lines;
+        v.sass = done.sass;
+        v.ptx_source_lines = done.ptx_source_lines;
+        v.shown_generation = done.generation;
+        if gpu {
+            v.status = VersionStatus::Checking;
+            effects.push(Effect::Run {
+                index: done.index,
+                generation: done.generation,
+            });
+        } else {
+            v.status = VersionStatus::Done;
+        }
+    } else {
+        v.status = VersionStatus::CompileError;
+        app.diagnostic = 0;
+        app.message = format!("{}: compile error", v.name);
+    }
+    correlate(app);
+    recompare(app);
+}
+
+fn run_event(app: &mut App, index: usize, generation: u64, size: usize, event: RunEvent) {
+    let Some(v) = app.versions.get_mut(index) else {
+        return;
+    };
+    if generation < v.generation {
+        return;
+    }
+    match event {
+        RunEvent::Phase(Phase::Checking) | RunEvent::Phase(Phase::Preparing) => {
+            v.status = VersionStatus::Checking
+        }
+        RunEvent::Phase(Phase::Benchmarking) => v.status = VersionStatus::Benchmarking,
+        RunEvent::Finished { result, samples } => {
+            v.status = match result.status {
+                Status::Ok | Status::Skipped => VersionStatus::Done,
+                Status::CheckFailed => VersionStatus::CheckFailed,
+                Status::Crashed => VersionStatus::Crashed,
+                Status::Timeout => VersionStatus::Timeout,
+                Status::CompileError | Status::Error => VersionStatus::CheckFailed,
+            };
+            if let Some(slot) = v.results.get_mut(size) {
+                *slot = Some(*result);
+            }
+            if let Some(slot) = v.samples.get_mut(size) {
+                *slot = samples;
+            }
+            // Later sizes still to come: stay busy until the last one.
+            if v.status == VersionStatus::Done && size + 1 < v.results.len() {
+                v.status = VersionStatus::Checking;
+            }
+        }
+    }
+}
+
+/// Recomputes the PTX lines produced by the cursor's source line.
+pub fn correlate(app: &mut App) {
+    app.correlated_ptx = match app.current() {
+        Some(v) => v
+            .ptx_source_lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| **l == Some(app.cursor_line))
+            .map(|(i, _)| i)
+            .collect(),
+        None => Vec::new(),
+    };
+}
+
+/// Rebuilds the Compare view from the two marks.
+pub fn recompare(app: &mut App) {
+    app.compare = match app.marks.as_slice() {
+        [a, b] => {
+            let ptx = |i: usize| {
+                app.versions
+                    .get(i)
+                    .and_then(|v| v.compiled.as_ref())
+                    .map(|c| c.ptx.clone())
+            };
+            match (ptx(*a), ptx(*b)) {
+                (Some(l), Some(r)) => Some(CompareView {
+                    left: *a,
+                    right: *b,
+                    rows: diff_rows(&l, &r),
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+}
+
+fn diff_rows(left: &str, right: &str) -> Vec<CompareRow> {
+    super::ptxdiff::diff(left, right)
+        .into_iter()
+        .map(|r| {
+            let kind = match (&r.left, &r.right) {
+                (Some(_), Some(_)) if r.kind == super::ptxdiff::Side::Both => RowKind::Same,
+                (Some(_), Some(_)) => RowKind::Changed,
+                (Some(_), None) => RowKind::Removed,
+                _ => RowKind::Added,
+            };
+            CompareRow {
+                left: r.left.map(|(_, t)| t),
+                right: r.right.map(|(_, t)| t),
+                kind,
+            }
+        })
+        .collect()
+}

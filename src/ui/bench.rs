@@ -1,0 +1,166 @@
+//! `kwb bench-ui`: the TUI's speed targets as numbers, measured on the real engine (NVRTC, the
+//! file watcher, the render functions) with an off-screen buffer instead of a terminal:
+//! save-to-screen latency, frame render time, and CPU use while idle.
+
+use super::action::Action;
+use super::app::{App, GpuState};
+use super::runtime::{Engine, Msg};
+use crate::compile::{Arch, Cache, Compiler};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use std::path::Path;
+use std::sync::mpsc::channel;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct Percentiles {
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub max_ms: f64,
+    pub n: usize,
+}
+
+fn percentiles(mut ms: Vec<f64>) -> Percentiles {
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
+    Percentiles {
+        p50_ms: at(0.5),
+        p95_ms: at(0.95),
+        max_ms: at(1.0),
+        n: ms.len(),
+    }
+}
+
+/// Saves `version`'s kernel `saves` times (each save changes the source, so each one really
+/// compiles) and measures from the write to a drawn frame showing the new PTX and resources.
+pub fn save_to_screen(
+    workspace: &Path,
+    version: &str,
+    saves: usize,
+) -> Result<Percentiles, String> {
+    let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
+    let index = ws
+        .versions
+        .iter()
+        .position(|v| v.name == version)
+        .ok_or_else(|| format!("no version `{version}`"))?;
+    let file = ws.versions[index].file.clone();
+    let original =
+        std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let arch = ws.arch.unwrap_or(Arch::DEFAULT);
+    let compiler = Compiler::new(arch, Cache::disabled()).map_err(|e| e.to_string())?;
+    let (tx, rx) = channel();
+    let (themes, _) = super::themes::available(true);
+    let theme = themes[0].clone();
+    let mut engine = Engine::new(tx.clone(), compiler, themes, true);
+    let mut app = App::new(ws, arch);
+    app.gpu = GpuState::Absent("benchmark".into());
+    app.selected = index;
+    let mut watcher = crate::watch::FileWatcher::new(Duration::from_millis(30), {
+        let tx = tx.clone();
+        move |c: crate::watch::Changed| {
+            let _ = tx.send(Msg::Action(Action::FilesChanged(c.paths)));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    watcher
+        .set_files(std::slice::from_ref(&file))
+        .map_err(|e| e.to_string())?;
+    let area = Rect::new(0, 0, 160, 48);
+    let mut buf = Buffer::empty(area);
+    let mut times = Vec::new();
+    let result = (|| {
+        for i in 0..=saves {
+            let before = app.versions[index].shown_generation;
+            let t0 = Instant::now();
+            std::fs::write(&file, format!("{original}\n// kwb bench-ui save {i}\n"))
+                .map_err(|e| e.to_string())?;
+            let deadline = t0 + Duration::from_secs(20);
+            while app.versions[index].shown_generation == before {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(Msg::Action(a)) => engine.apply(&mut app, a),
+                    Ok(Msg::Term(_)) => {}
+                    Err(_) => {
+                        return Err(format!("save {i}: no new compile on screen within 20 s"))
+                    }
+                }
+            }
+            super::draw::render(&app, &theme, area, &mut buf);
+            // The first save warms NVRTC up; it is not counted.
+            if i > 0 {
+                times.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        Ok(())
+    })();
+    let _ = std::fs::write(&file, &original);
+    result?;
+    Ok(percentiles(times))
+}
+
+/// Renders a full frame of `app` `frames` times; the app is given `lines` lines of PTX.
+pub fn frame_time(workspace: &Path, lines: usize, frames: usize) -> Result<Percentiles, String> {
+    let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
+    let arch = ws.arch.unwrap_or(Arch::DEFAULT);
+    let compiler = Compiler::new(arch, Cache::default_location()).map_err(|e| e.to_string())?;
+    let compiled = compiler.compile_workspace(&ws);
+    let hl = super::highlight::Highlighter::new();
+    let (themes, _) = super::themes::available(true);
+    let theme = &themes[0];
+    let mut app = App::new(ws, arch);
+    app.gpu = GpuState::Absent("benchmark".into());
+    for (v, c) in app.versions.iter_mut().zip(compiled) {
+        let ptx: String = c
+            .ptx
+            .lines()
+            .cycle()
+            .take(lines)
+            .collect::<Vec<_>>()
+            .join("\n");
+        v.ptx_lines =
+            Arc::new(hl.highlight(&ptx, super::highlight::Lang::Ptx, &theme.code_theme, true));
+        v.source_lines = Arc::new(hl.highlight(
+            &v.source,
+            super::highlight::Lang::Cuda,
+            &theme.code_theme,
+            true,
+        ));
+        v.compiled = Some(Arc::new(c));
+        v.status = super::app::VersionStatus::Done;
+    }
+    app.tab = super::app::Tab::Ptx;
+    app.scroll = (lines / 2) as u16;
+    let area = Rect::new(0, 0, 200, 60);
+    let mut times = Vec::new();
+    for _ in 0..frames {
+        let mut buf = Buffer::empty(area);
+        let t = Instant::now();
+        super::draw::render(&app, theme, area, &mut buf);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(percentiles(times))
+}
+
+/// CPU seconds used by process `pid` over `over` (Linux `/proc`), for the idle check.
+pub fn cpu_seconds(pid: u32, over: Duration) -> Result<f64, String> {
+    let read = || -> Result<f64, String> {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| e.to_string())?;
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name.
+        Ok((ticks(11) + ticks(12)) / 100.0)
+    };
+    let a = read()?;
+    std::thread::sleep(over);
+    Ok(read()? - a)
+}
+
+pub fn render_report(name: &str, p: &Percentiles) -> String {
+    format!(
+        "{name}: p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms over {}",
+        p.p50_ms, p.p95_ms, p.max_ms, p.n
+    )
+}

@@ -1,0 +1,134 @@
+//! The Bandwidth panel: one bar per version of GB/s at the selected size, against the
+//! device's peak (the measured copy when there is one), drawn as a marker, with % of peak.
+
+use super::format::{gbps, percent, result_label, result_status};
+use super::gpu::device;
+use super::text::{frame, sentence, sentence_rows, width, Pen};
+use crate::report::RunResult;
+use crate::ui::app::App;
+use crate::ui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Span;
+
+/// Partial bar cells, in eighths.
+const EIGHTHS: [&str; 8] = [" ", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
+/// `" 2841  94%"`: the value column's width.
+const VALUE_WIDTH: u16 = 11;
+
+/// Rows the panel would like at `width` columns (border included).
+pub fn wanted_height(app: &App, width: u16) -> u16 {
+    match device(app) {
+        Ok(_) => u16::try_from(app.versions.len())
+            .unwrap_or(u16::MAX)
+            .saturating_add(3),
+        Err(why) => sentence_rows(&why, width.saturating_sub(2)).saturating_add(2),
+    }
+}
+
+fn result(app: &App, index: usize) -> Option<&RunResult> {
+    app.versions.get(index)?.results.get(app.size)?.as_ref()
+}
+
+pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let mut title = vec![Span::raw("Bandwidth")];
+    if let Some(s) = app.workspace.sizes.get(app.size) {
+        title.push(Span::raw(format!(" · {}", s.name)));
+    }
+    let inner = frame(buf, theme, area, title, false);
+    if inner.is_empty() {
+        return;
+    }
+    let dev = match device(app) {
+        Ok(d) => d,
+        Err(why) => return sentence(buf, inner, &why, theme.style(Role::Dim)),
+    };
+    let (peak, label) = dev.peak();
+    let mut pen = Pen::row(buf, inner, 0);
+    match peak {
+        Some(p) => {
+            let long = format!("│ {} GB/s {label}", gbps(p));
+            let text = if width(&long) <= inner.width {
+                long
+            } else {
+                format!("│ peak {} GB/s", gbps(p))
+            };
+            pen.text(buf, &text, theme.style(Role::Peak))
+        }
+        None => pen.text(buf, "no bandwidth peak known", theme.style(Role::Dim)),
+    };
+    let fastest = (0..app.versions.len())
+        .filter_map(|i| result(app, i)?.gbps)
+        .fold(0.0_f64, f64::max);
+    let scale = fastest.max(peak.unwrap_or(0.0));
+    let rows = usize::from(inner.height.saturating_sub(1));
+    if rows == 0 {
+        return;
+    }
+    let first = app.selected.saturating_sub(rows - 1);
+    let name_width = app
+        .versions
+        .iter()
+        .map(|v| width(&v.name))
+        .max()
+        .unwrap_or(0);
+    for (row, (i, v)) in app
+        .versions
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .enumerate()
+    {
+        let y = row as u16 + 1; // < inner.height
+        let mut pen = Pen::row(buf, inner, y);
+        let role = if i == app.selected {
+            Role::Accent
+        } else {
+            Role::Text
+        };
+        pen.text(buf, &v.name, theme.style(role)).skip_to(
+            buf,
+            name_width + 1,
+            theme.style(Role::Text),
+        );
+        let r = result(app, i);
+        let Some(g) = r.and_then(|r| r.gbps) else {
+            pen.text(buf, "–", theme.style(Role::Dim));
+            if let Some(r) = r {
+                let label = format!(" {}", result_label(r.status));
+                pen.text(buf, &label, theme.style(result_status(r.status)));
+            }
+            continue;
+        };
+        let cells = pen.room().saturating_sub(VALUE_WIDTH);
+        let bar_x = pen.column();
+        bar(buf, theme, &mut pen, g / scale, cells);
+        if let Some(p) = peak.filter(|_| cells > 0) {
+            let at = ((p / scale * f64::from(cells)).round() as u16).min(cells - 1);
+            let marker = Rect::new(inner.x + bar_x + at, inner.y + y, 1, 1);
+            Pen::row(buf, marker, 0).text(buf, "│", theme.style(Role::Peak));
+        }
+        let pct = r
+            .and_then(|r| r.pct_of_peak)
+            .or_else(|| peak.map(|p| g / p * 100.0))
+            .map_or("–".into(), percent);
+        pen.skip_to(buf, bar_x + cells, theme.style(Role::Text));
+        pen.text(
+            buf,
+            &format!("{:>6} {:>4}", gbps(g), pct),
+            theme.style(Role::Text),
+        );
+    }
+}
+
+/// A horizontal bar of `fraction` × `cells`, in eighths of a cell.
+fn bar(buf: &mut Buffer, theme: &Theme, pen: &mut Pen, fraction: f64, cells: u16) {
+    let eighths = (fraction.clamp(0.0, 1.0) * f64::from(cells) * 8.0).round() as usize;
+    let (full, part) = (eighths / 8, eighths % 8);
+    let style = theme.style(Role::Bar);
+    pen.text(buf, &"█".repeat(full), style);
+    if part > 0 {
+        pen.text(buf, EIGHTHS[part], style);
+    }
+}

@@ -1,0 +1,80 @@
+//! The centre: the tab bar (Source | PTX | SASS | Compare, with what the panels are showing
+//! on its right) and the framed body of the current tab.
+
+use super::text::{frame, sentence, width, Pen};
+use super::{code, compare, format::short_path};
+use crate::ui::app::{App, Focus, Tab};
+use crate::ui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Span;
+
+/// The one-row tab bar. Tabs are numbered (the keys 1-4) when there is room.
+pub fn render_bar(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let separators = Tab::ALL.len() as u16 - 1;
+    let numbered: u16 = Tab::ALL.iter().map(|t| width(t.title()) + 4).sum();
+    let with_numbers = numbered + separators <= area.width;
+    let mut pen = Pen::row(buf, area, 0);
+    for (i, tab) in Tab::ALL.iter().enumerate() {
+        if i > 0 {
+            pen.text(buf, "│", theme.style(Role::Border));
+        }
+        let label = if with_numbers {
+            format!(" {} {} ", i + 1, tab.title())
+        } else {
+            format!(" {} ", tab.title())
+        };
+        let role = if *tab == app.tab {
+            Role::Selected
+        } else {
+            Role::Dim
+        };
+        pen.text(buf, &label, theme.style(role));
+    }
+    let mut where_ = Vec::new();
+    if let Some(v) = app.current() {
+        where_.push(v.name.clone());
+    }
+    if let Some(s) = app.workspace.sizes.get(app.size) {
+        where_.push(s.name.clone());
+    }
+    where_.push(app.arch.to_string());
+    let info = format!("{} ", where_.join(" · "));
+    if pen.room() > width(&info) {
+        pen.right(buf, &info, theme.style(Role::Accent));
+    }
+}
+
+/// The current tab's body inside its frame (focused when keys scroll it).
+pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let v = app.current();
+    let mut title = vec![Span::raw(app.tab.title())];
+    let detail = match app.tab {
+        Tab::Compare => compare::title(app),
+        Tab::Source => v.map(|v| format!("{} · {}", v.name, short_path(app, &v.file))),
+        Tab::Ptx | Tab::Sass => v.map(|v| v.name.clone()),
+    };
+    if let Some(d) = detail {
+        title.push(Span::raw(format!(" · {d}")));
+    }
+    if app.tab != Tab::Compare && v.is_some_and(|v| v.stale()) {
+        title.push(Span::styled(" (stale)", theme.style(Role::Stale)));
+    }
+    let inner = frame(buf, theme, area, title, app.focus == Focus::Main);
+    if inner.is_empty() {
+        return;
+    }
+    let Some(v) = v else {
+        return if app.tab == Tab::Compare {
+            compare::render(app, theme, inner, buf)
+        } else {
+            sentence(buf, inner, "No version selected.", theme.style(Role::Dim))
+        };
+    };
+    match app.tab {
+        Tab::Source => code::source(app, theme, inner, buf, v),
+        Tab::Ptx => code::ptx(app, theme, inner, buf, v),
+        Tab::Sass => code::sass(app, theme, inner, buf, v),
+        Tab::Compare => compare::render(app, theme, inner, buf),
+    }
+}

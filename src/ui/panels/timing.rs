@@ -1,0 +1,140 @@
+//! The Timing panel: the selected version at the selected size: its verdict, median, spread
+//! and sample count, and a sparkline of the benchmark's samples (the latest that fit).
+
+use super::format::{micros, percent, result_label, result_status};
+use super::gpu::device;
+use super::text::{frame, sentence, wrap, Pen};
+use crate::report::RunResult;
+use crate::ui::app::App;
+use crate::ui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Span;
+
+/// Rows the panel would like: two lines of figures, a sparkline of three rows, the border.
+pub const WANTED_HEIGHT: u16 = 7;
+/// The sparkline grows with the panel up to this many rows.
+const SPARKLINE_MAX_ROWS: u16 = 8;
+
+/// Sparkline cells from empty to full, in eighths.
+const LEVELS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+
+pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let v = app.current();
+    let size = app.workspace.sizes.get(app.size).map(|s| s.name.as_str());
+    let mut title = vec![Span::raw("Timing")];
+    if let Some(v) = v {
+        title.push(Span::raw(format!(" · {}", v.name)));
+        if let Some(s) = size {
+            title.push(Span::raw(format!(" @ {s}")));
+        }
+        if v.stale() {
+            title.push(Span::styled(" (stale)", theme.style(Role::Stale)));
+        }
+    }
+    let inner = frame(buf, theme, area, title, false);
+    if inner.is_empty() {
+        return;
+    }
+    let dim = theme.style(Role::Dim);
+    if let Err(why) = device(app) {
+        return sentence(buf, inner, &why, dim);
+    }
+    let Some(v) = v else {
+        return sentence(buf, inner, "No version selected.", dim);
+    };
+    let Some(r) = v.results.get(app.size).and_then(Option::as_ref) else {
+        let text = if v.status.busy() {
+            format!("{} is {}…", v.name, v.status.label())
+        } else {
+            format!(
+                "No result for {} at {} yet.",
+                v.name,
+                size.unwrap_or("this size")
+            )
+        };
+        return sentence(buf, inner, &text, dim);
+    };
+    let mut row = verdict(theme, r, inner, buf);
+    if let Some(t) = &r.timing {
+        let (text, dim) = (theme.style(Role::Text), theme.style(Role::Dim));
+        let noisy = if t.cv > 0.05 {
+            theme.style(Role::Warn)
+        } else {
+            text
+        };
+        Pen::row(buf, inner, row)
+            .text(buf, "median ", dim)
+            .text(buf, &micros(t.median_us), theme.style(Role::Title))
+            .text(buf, " · cv ", dim)
+            .text(buf, &percent(t.cv * 100.0), noisy)
+            .text(buf, " · n ", dim)
+            .text(buf, &t.samples.to_string(), text);
+        Pen::row(buf, inner, row + 1)
+            .text(buf, "min ", dim)
+            .text(buf, &micros(t.min_us), text)
+            .text(buf, " · max ", dim)
+            .text(buf, &micros(t.max_us), text);
+        row += 2;
+    }
+    let samples = v.samples.get(app.size).map_or(&[][..], Vec::as_slice);
+    if row < inner.height && !samples.is_empty() {
+        let rows = (inner.height - row).min(SPARKLINE_MAX_ROWS);
+        let rest = Rect::new(inner.x, inner.y + row, inner.width, rows);
+        sparkline(buf, theme, rest, samples);
+    }
+}
+
+/// For a result that is not ok: its status and why (up to three rows when timings follow).
+/// Returns the next free row.
+fn verdict(theme: &Theme, r: &RunResult, area: Rect, buf: &mut Buffer) -> u16 {
+    let role = result_status(r.status);
+    let why = r
+        .check
+        .as_ref()
+        .and_then(|c| c.failure.clone())
+        .or_else(|| r.message.clone());
+    if r.status == crate::report::Status::Ok {
+        return 0;
+    }
+    let Some(why) = why else {
+        Pen::row(buf, area, 0).text(buf, &result_label(r.status), theme.style(role));
+        return 1;
+    };
+    let text = format!("{}: {why}", result_label(r.status));
+    let lines = wrap(&text, area.width);
+    let most = if r.timing.is_some() {
+        3
+    } else {
+        usize::from(area.height)
+    };
+    let shown = lines.len().min(most);
+    for (row, line) in lines.iter().take(shown).enumerate() {
+        Pen::row(buf, area, row as u16).text(buf, line, theme.style(role));
+    }
+    shown as u16
+}
+
+/// Samples as columns scaled from their minimum to their maximum, the latest on the right.
+fn sparkline(buf: &mut Buffer, theme: &Theme, area: Rect, samples: &[f64]) {
+    let shown = &samples[samples.len().saturating_sub(usize::from(area.width))..];
+    let finite = || shown.iter().copied().filter(|x| x.is_finite());
+    let lo = finite().fold(f64::INFINITY, f64::min);
+    let hi = finite().fold(f64::NEG_INFINITY, f64::max);
+    let levels = u32::from(area.height) * 8;
+    let style = theme.style(Role::Bar);
+    for (col, &x) in shown.iter().enumerate() {
+        if !x.is_finite() {
+            continue;
+        }
+        let f = if hi > lo { (x - lo) / (hi - lo) } else { 0.5 };
+        // At least one eighth, so the fastest sample still shows.
+        let eighths = 1 + (f * f64::from(levels - 1)).round() as u32;
+        for row in 0..area.height {
+            let from_bottom = u32::from(area.height - 1 - row) * 8;
+            let level = eighths.saturating_sub(from_bottom).min(8) as usize;
+            let cell = Rect::new(area.x + col as u16, area.y + row, 1, 1);
+            Pen::row(buf, cell, 0).text(buf, LEVELS[level], style);
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! `kwb watch`'s event loop and its workers. Every input (terminal, file watcher, compile jobs,
+//! the GPU thread) arrives as a message on one channel; the loop drains what is queued, applies
+//! it with `update`, carries out the resulting effects and draws once. It blocks when idle.
+//! Compiles run in parallel, one in flight and one pending per version (the latest save wins);
+//! GPU work goes through the isolated worker, so a faulting kernel only marks its version.
+
+use super::action::{update, Action, CompileDone, Effect, RunEvent};
+use super::app::{App, GpuState};
+use super::highlight::{Highlighter, Lang};
+use super::theme::Theme;
+use crate::compile::{Arch, Cache, Compiler};
+use crate::report::RunResult;
+use crate::run::plan::{plan_job, work, PlanOptions};
+use crate::run::protocol::{BenchMode, BenchSpec, RunJob};
+use crate::run::stats::StopRule;
+use crate::run::supervisor::{JobResult, Supervisor, WorkerCommand};
+use crate::workspace::Workspace;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How `kwb watch` was asked to run.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    pub workspace: PathBuf,
+    pub arch: Option<Arch>,
+    pub theme: Option<String>,
+    pub gpu: bool,
+    pub color: bool,
+}
+
+/// Everything that wakes the loop.
+pub enum Msg {
+    Term(crossterm::event::Event),
+    Action(Action),
+}
+
+/// Resources the loop's effects need: the compiler, highlighter, themes and worker channels.
+pub struct Engine {
+    pub tx: Sender<Msg>,
+    compiler: Arc<Compiler>,
+    highlighter: Arc<Highlighter>,
+    pub themes: Vec<Theme>,
+    color: bool,
+    sass: Option<Arc<super::sass::Disassembler>>,
+    in_flight: HashSet<usize>,
+    pending: HashMap<usize, u64>,
+    gpu: Option<Sender<GpuRequest>>,
+}
+
+impl Engine {
+    pub fn new(tx: Sender<Msg>, compiler: Compiler, themes: Vec<Theme>, color: bool) -> Engine {
+        Engine {
+            tx,
+            compiler: Arc::new(compiler),
+            highlighter: Arc::new(Highlighter::new()),
+            themes,
+            color,
+            sass: super::sass::find_disassembler().map(Arc::new),
+            in_flight: HashSet::new(),
+            pending: HashMap::new(),
+            gpu: None,
+        }
+    }
+
+    pub fn theme<'a>(&'a self, app: &App) -> &'a Theme {
+        &self.themes[app.theme % self.themes.len().max(1)]
+    }
+
+    /// Starts the GPU thread; it reports what it found as an `Action::Gpu`.
+    pub fn start_gpu(&mut self) {
+        let (gtx, grx) = channel();
+        let tx = self.tx.clone();
+        std::thread::spawn(move || gpu_thread(grx, tx));
+        self.gpu = Some(gtx);
+    }
+
+    /// Applies an action and carries out its effects.
+    pub fn apply(&mut self, app: &mut App, action: Action) {
+        if let Action::Compiled(done) = &action {
+            let index = done.index;
+            self.in_flight.remove(&index);
+            if let Some(generation) = self.pending.remove(&index) {
+                self.spawn_compile(app, index, generation);
+            }
+        }
+        for effect in update(app, action) {
+            self.effect(app, effect);
+        }
+    }
+
+    fn effect(&mut self, app: &mut App, effect: Effect) {
+        match effect {
+            Effect::Compile { index, generation } => {
+                if self.in_flight.contains(&index) {
+                    // One in flight, one pending: a newer save replaces the pending job.
+                    self.pending.insert(index, generation);
+                } else {
+                    self.spawn_compile(app, index, generation);
+                }
+            }
+            Effect::Run { index, generation } => self.request_run(app, index, generation),
+            Effect::ReloadWorkspace => {
+                let r = crate::workspace::load(&app.workspace.path)
+                    .map(Box::new)
+                    .map_err(|e| e.diagnostics);
+                self.apply(app, Action::WorkspaceReloaded(r));
+            }
+            Effect::Rehighlight => {
+                for index in 0..app.versions.len() {
+                    let generation = app.versions[index].generation;
+                    self.effect(app, Effect::Compile { index, generation });
+                }
+            }
+        }
+    }
+
+    fn spawn_compile(&mut self, app: &App, index: usize, generation: u64) {
+        let Some(version) = app.workspace.versions.get(index).cloned() else {
+            return;
+        };
+        self.in_flight.insert(index);
+        let (compiler, hl, tx, sass) = (
+            self.compiler.clone(),
+            self.highlighter.clone(),
+            self.tx.clone(),
+            self.sass.clone(),
+        );
+        let code_theme = self.theme(app).code_theme.clone();
+        let color = self.color;
+        let ws = app.workspace.clone();
+        rayon::spawn(move || {
+            let source: Arc<str> = std::fs::read_to_string(&version.file)
+                .unwrap_or_default()
+                .into();
+            let result = compiler.compile_version(Some(&ws), &version);
+            let source_lines =
+                Arc::new(hl.highlight(&source, Lang::for_path(&version.file), &code_theme, color));
+            let ptx_lines = Arc::new(hl.highlight(&result.ptx, Lang::Ptx, &code_theme, color));
+            let map = super::linemap::LineMap::from_ptx(&result.ptx);
+            let name = version
+                .file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let main_file: Option<u32> = map
+                .files()
+                .iter()
+                .find(|(_, p)| p.ends_with(&name))
+                .map(|(i, _)| *i);
+            let ptx_source_lines = Arc::new(
+                (0..result.ptx.lines().count())
+                    .map(|i| {
+                        map.source_of(i)
+                            .filter(|(f, _)| Some(*f) == main_file)
+                            .map(|(_, l)| l)
+                    })
+                    .collect(),
+            );
+            let sass = sass
+                .filter(|_| result.ok)
+                .and_then(|d| d.disassemble(&result.cubin).ok())
+                .map(|text| Arc::new(hl.highlight(&text, Lang::Sass, &code_theme, color)));
+            let done = CompileDone {
+                index,
+                generation,
+                source,
+                source_lines,
+                result: Arc::new(result),
+                ptx_lines,
+                sass,
+                ptx_source_lines,
+            };
+            let _ = tx.send(Msg::Action(Action::Compiled(Box::new(done))));
+        });
+    }
+
+    fn request_run(&mut self, app: &mut App, index: usize, generation: u64) {
+        let Some(gpu) = &self.gpu else { return };
+        let (Some(v), Some(view)) = (app.workspace.versions.get(index), app.versions.get(index))
+        else {
+            return;
+        };
+        let Some(compiled) = view.compiled.clone() else {
+            return;
+        };
+        let reference = match &app.workspace.reference {
+            crate::workspace::Reference::Version(name) => app
+                .workspace
+                .versions
+                .iter()
+                .zip(&app.versions)
+                .find(|(x, _)| &x.name == name)
+                .and_then(|(x, xv)| xv.compiled.clone().map(|c| (x.clone(), c))),
+            _ => None,
+        };
+        let opts = PlanOptions {
+            seed: fresh_seed(),
+            bench: watch_bench(),
+        };
+        let mut jobs = Vec::new();
+        for (size_index, size) in app.workspace.sizes.iter().enumerate() {
+            let r = reference.as_ref().map(|(x, c)| (x, c.as_ref()));
+            let planned = plan_job(
+                &app.workspace,
+                v,
+                &compiled,
+                size,
+                app.arch.spec(),
+                r,
+                size_index as u64,
+                &opts,
+            )
+            .map_err(|e| e.to_string());
+            let (bytes, flops) = work(&app.workspace, v, size).unwrap_or((None, None));
+            jobs.push(PlannedRun {
+                size: size_index,
+                size_name: size.name.clone(),
+                bytes,
+                flops,
+                job: planned,
+            });
+        }
+        let peak = match &app.gpu {
+            GpuState::Present(d) => d.peak().0,
+            _ => None,
+        };
+        let _ = gpu.send(GpuRequest {
+            index,
+            generation,
+            version: v.name.clone(),
+            jobs,
+            peak,
+        });
+    }
+}
+
+/// Watch mode favours quick feedback over the last digit: a shorter time budget per size.
+fn watch_bench() -> BenchSpec {
+    BenchSpec {
+        check: true,
+        benchmark: true,
+        mode: BenchMode::Cold,
+        warmup_ms: 25.0,
+        stop: StopRule {
+            max_time_s: 1.0,
+            ..StopRule::default()
+        },
+        watchdog_ms: 10_000,
+        rtol: None,
+        atol: None,
+    }
+}
+
+fn fresh_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
+struct PlannedRun {
+    size: usize,
+    size_name: String,
+    bytes: Option<u64>,
+    flops: Option<u64>,
+    job: Result<RunJob, String>,
+}
+
+struct GpuRequest {
+    index: usize,
+    generation: u64,
+    version: String,
+    jobs: Vec<PlannedRun>,
+    peak: Option<f64>,
+}
+
+/// Owns the supervisor. Requests queue up; before each job, newer requests for the same version
+/// replace older ones, so a superseded source is never benchmarked after a newer save arrives.
+fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
+    let send = |a: Action| tx.send(Msg::Action(a)).is_ok();
+    let mut sup = match WorkerCommand::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|c| Supervisor::start(c).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            send(Action::Gpu(GpuState::Absent(e)));
+            return;
+        }
+    };
+    match sup.device(0) {
+        Ok(d) => send(Action::Gpu(GpuState::Present(d))),
+        Err(e) => {
+            send(Action::Gpu(GpuState::Absent(e.to_string())));
+            return;
+        }
+    };
+    let mut queue: Vec<GpuRequest> = Vec::new();
+    loop {
+        if queue.is_empty() {
+            match rx.recv() {
+                Ok(r) => queue.push(r),
+                Err(_) => return,
+            }
+        }
+        while let Ok(r) = rx.try_recv() {
+            queue.retain(|q| q.index != r.index);
+            queue.push(r);
+        }
+        let req = queue.remove(0);
+        for p in &req.jobs {
+            // A newer save of this version arrived: drop the rest of this request.
+            while let Ok(r) = rx.try_recv() {
+                queue.retain(|q| q.index != r.index);
+                queue.push(r);
+            }
+            if queue.iter().any(|q| q.index == req.index) {
+                break;
+            }
+            let mut result = RunResult::new(&req.version, &p.size_name, crate::report::Status::Ok);
+            (result.bytes, result.flops) = (p.bytes, p.flops);
+            let mut samples = Vec::new();
+            match &p.job {
+                Err(e) => {
+                    result.status = crate::report::Status::Error;
+                    result.message = Some(e.clone());
+                }
+                Ok(job) => {
+                    let (index, generation, size) = (req.index, req.generation, p.size);
+                    let outcome = sup.run(job, &mut |phase| {
+                        send(Action::Run {
+                            index,
+                            generation,
+                            size,
+                            event: RunEvent::Phase(phase),
+                        });
+                    });
+                    if let JobResult::Done(o) = &outcome {
+                        samples = o.samples_us.clone();
+                    }
+                    crate::batch::fill_result(&mut result, outcome, req.peak);
+                }
+            }
+            if !send(Action::Run {
+                index: req.index,
+                generation: req.generation,
+                size: p.size,
+                event: RunEvent::Finished {
+                    result: Box::new(result),
+                    samples,
+                },
+            }) {
+                return;
+            }
+        }
+    }
+}
+
+/// Runs the TUI until the user quits.
+pub fn run(opts: WatchOptions) -> Result<(), String> {
+    let ws: Workspace = crate::workspace::load(&opts.workspace).map_err(|e| e.to_string())?;
+    let arch = opts.arch.or(ws.arch).unwrap_or(Arch::DEFAULT);
+    let compiler = Compiler::new(arch, Cache::default_location()).map_err(|e| e.to_string())?;
+    let (mut themes, theme_warnings) = super::themes::available(opts.color);
+    let mut app = App::new(ws, arch);
+    if let Some(name) = &opts.theme {
+        match super::themes::pick(&mut themes, name) {
+            Ok(i) => app.theme = i,
+            Err(e) => app.message = e,
+        }
+    }
+    if let Some(w) = theme_warnings.first() {
+        app.message = w.to_string();
+    }
+    let (tx, rx) = channel();
+    let mut engine = Engine::new(tx.clone(), compiler, themes, opts.color);
+    let mut watcher = crate::watch::FileWatcher::new(Duration::from_millis(30), {
+        let tx = tx.clone();
+        move |c: crate::watch::Changed| {
+            let _ = tx.send(Msg::Action(Action::FilesChanged(c.paths)));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    watcher
+        .set_files(&watched_files(&app))
+        .map_err(|e| e.to_string())?;
+    if opts.gpu {
+        engine.start_gpu();
+    } else {
+        app.gpu = GpuState::Absent("disabled with --no-gpu".into());
+    }
+    let mut terminal =
+        super::terminal::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            while let Ok(ev) = crossterm::event::read() {
+                if tx.send(Msg::Term(ev)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    for index in 0..app.versions.len() {
+        app.versions[index].generation = 1;
+        app.versions[index].status = super::app::VersionStatus::Compiling;
+        engine.effect(
+            &mut app,
+            Effect::Compile {
+                index,
+                generation: 1,
+            },
+        );
+    }
+    let frame_gap = Duration::from_millis(16);
+    let mut last_draw = Instant::now() - frame_gap;
+    let mut watched = watched_files(&app);
+    let mut dirty = true;
+    while !app.quit {
+        if dirty {
+            let wait = frame_gap.saturating_sub(last_draw.elapsed());
+            if wait.is_zero() {
+                let theme = engine.theme(&app).clone();
+                let _ = terminal.draw(|f| super::draw::draw(f, &app, &theme));
+                last_draw = Instant::now();
+                dirty = false;
+                continue;
+            }
+            match rx.recv_timeout(wait) {
+                Ok(m) => handle(&mut engine, &mut app, m),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv() {
+                Ok(m) => handle(&mut engine, &mut app, m),
+                Err(_) => break,
+            }
+        }
+        // Drain everything queued, then draw once.
+        while let Ok(m) = rx.try_recv() {
+            handle(&mut engine, &mut app, m);
+        }
+        dirty = true;
+        let now = watched_files(&app);
+        if now != watched {
+            let _ = watcher.set_files(&now);
+            watched = now;
+        }
+    }
+    super::terminal::leave();
+    Ok(())
+}
+
+fn handle(engine: &mut Engine, app: &mut App, m: Msg) {
+    match m {
+        Msg::Term(ev) => {
+            if let Some(a) = super::keys::action_for(&ev) {
+                engine.apply(app, a);
+            }
+        }
+        Msg::Action(a) => engine.apply(app, a),
+    }
+}
+
+/// The workspace file, every version's source and the files they include.
+fn watched_files(app: &App) -> Vec<PathBuf> {
+    let mut files = vec![app.workspace.path.clone()];
+    for v in &app.versions {
+        files.push(v.file.clone());
+        if let Some(c) = &v.compiled {
+            files.extend(c.includes.iter().cloned());
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
+}
