@@ -34,6 +34,31 @@ enum Command {
     /// The isolated GPU worker (speaks docs/worker-protocol.md on stdin/stdout).
     #[command(hide = true)]
     Worker,
+    /// Benchmarks the TUI: save-to-screen latency, frame render time, and idle CPU.
+    #[command(name = "bench-ui")]
+    BenchUi(BenchUiArgs),
+}
+
+#[derive(clap::Args)]
+struct BenchUiArgs {
+    /// The workspace to measure with.
+    #[arg(default_value = "workspaces/elementwise-add.yaml")]
+    workspace: PathBuf,
+    /// The version whose kernel is saved.
+    #[arg(long, default_value = "v1")]
+    version: String,
+    /// Saves to time (after one warm-up save).
+    #[arg(long, default_value_t = 20)]
+    saves: usize,
+    /// PTX lines per version for the frame benchmark.
+    #[arg(long, default_value_t = 5000)]
+    ptx_lines: usize,
+    /// Frames to render.
+    #[arg(long, default_value_t = 200)]
+    frames: usize,
+    /// Seconds of idle CPU to measure (needs tmux; 0 skips it).
+    #[arg(long, default_value_t = 5.0)]
+    idle_seconds: f64,
 }
 
 #[derive(clap::Args)]
@@ -170,6 +195,7 @@ fn main() -> ExitCode {
     };
     let code = match command {
         Command::Watch(args) => run_watch(args),
+        Command::BenchUi(args) => run_bench_ui(args),
         Command::Inspect(args) => run_inspect(args),
         Command::Batch(args) => run_batch(args),
         Command::Worker => {
@@ -403,4 +429,50 @@ fn run_watch(a: WatchArgs) -> i32 {
             exit::USAGE
         }
     }
+}
+
+fn run_bench_ui(a: BenchUiArgs) -> i32 {
+    use kwb::ui::bench;
+    println!(
+        "kwb bench-ui on {} ({} cores)",
+        a.workspace.display(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    match bench::save_to_screen(&a.workspace, &a.version, a.saves) {
+        Ok(p) => println!(
+            "{}",
+            bench::render_report(&format!("save to screen ({})", a.version), &p)
+        ),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::COMPILE_ERROR;
+        }
+    }
+    match bench::frame_time(&a.workspace, a.ptx_lines, a.frames) {
+        Ok(p) => println!(
+            "{}",
+            bench::render_report(
+                &format!("frame render (7 versions, {}-line PTX)", a.ptx_lines),
+                &p
+            )
+        ),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::COMPILE_ERROR;
+        }
+    }
+    if a.idle_seconds > 0.0 {
+        match bench::idle_cpu(
+            &a.workspace,
+            std::time::Duration::from_secs_f64(a.idle_seconds),
+        ) {
+            Ok(share) => println!(
+                "idle CPU: {:.2}% of one core over {:.0} s",
+                share * 100.0,
+                a.idle_seconds
+            ),
+            Err(e) => println!("idle CPU: not measured ({e})"),
+        }
+    }
+    exit::OK
 }

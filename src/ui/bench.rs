@@ -164,3 +164,46 @@ pub fn render_report(name: &str, p: &Percentiles) -> String {
         p.p50_ms, p.p95_ms, p.max_ms, p.n
     )
 }
+
+/// Runs `kwb watch --no-gpu` in a detached tmux session, lets it settle, and returns the share
+/// of one core it uses while nothing happens.
+pub fn idle_cpu(workspace: &Path, over: Duration) -> Result<f64, String> {
+    use std::process::Command;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let name = format!("kwb-idle-{}", std::process::id());
+    let cmd = format!("{} watch {} --no-gpu", exe.display(), workspace.display());
+    let ok = Command::new("tmux")
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "160",
+            "-y",
+            "48",
+            &cmd,
+        ])
+        .status()
+        .map_err(|e| format!("tmux: {e}"))?;
+    if !ok.success() {
+        return Err("tmux could not start a session".into());
+    }
+    let result = (|| {
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &name, "#{pane_pid}"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        let pid: u32 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| "no pane pid".to_string())?;
+        // Let the first compiles finish before measuring.
+        std::thread::sleep(Duration::from_secs(3));
+        Ok(cpu_seconds(pid, over)? / over.as_secs_f64())
+    })();
+    let _ = Command::new("tmux")
+        .args(["kill-session", "-t", &name])
+        .status();
+    result
+}

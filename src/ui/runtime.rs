@@ -419,6 +419,10 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
     let mut watched = watched_files(&app);
     let mut dirty = true;
     while !app.quit {
+        let screen = terminal
+            .size()
+            .map(|s| ratatui::layout::Rect::new(0, 0, s.width, s.height))
+            .unwrap_or_default();
         if dirty {
             let wait = frame_gap.saturating_sub(last_draw.elapsed());
             if wait.is_zero() {
@@ -429,19 +433,19 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
                 continue;
             }
             match rx.recv_timeout(wait) {
-                Ok(m) => handle(&mut engine, &mut app, m),
+                Ok(m) => handle(&mut engine, &mut app, m, screen),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(_) => break,
             }
         } else {
             match rx.recv() {
-                Ok(m) => handle(&mut engine, &mut app, m),
+                Ok(m) => handle(&mut engine, &mut app, m, screen),
                 Err(_) => break,
             }
         }
         // Drain everything queued, then draw once.
         while let Ok(m) = rx.try_recv() {
-            handle(&mut engine, &mut app, m);
+            handle(&mut engine, &mut app, m, screen);
         }
         dirty = true;
         let now = watched_files(&app);
@@ -454,8 +458,19 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
     Ok(())
 }
 
-fn handle(engine: &mut Engine, app: &mut App, m: Msg) {
+fn handle(engine: &mut Engine, app: &mut App, m: Msg, screen: ratatui::layout::Rect) {
     match m {
+        Msg::Term(crossterm::event::Event::Mouse(me))
+            if matches!(
+                me.kind,
+                crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left)
+            ) =>
+        {
+            // A click on a version selects it; the layout says where the list is.
+            if let Some(i) = super::draw::version_at(app, screen, me.column, me.row) {
+                engine.apply(app, Action::SelectVersion(i));
+            }
+        }
         Msg::Term(ev) => {
             if let Some(a) = super::keys::action_for(&ev) {
                 engine.apply(app, a);
