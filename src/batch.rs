@@ -203,6 +203,10 @@ pub fn fill_result(r: &mut RunResult, outcome: JobResult, peak: Option<f64>) {
             r.status = Status::Error;
             r.message = Some(message);
         }
+        JobResult::Cancelled => {
+            r.status = Status::Skipped;
+            r.message = Some("cancelled: superseded by a newer save".into());
+        }
     }
 }
 

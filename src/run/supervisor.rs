@@ -79,6 +79,9 @@ pub enum SupervisorError {
     /// The worker went silent; it was killed and a new one started (or will be).
     #[error("the worker sent nothing for {silent_ms} ms and was killed{detail}")]
     Timeout { silent_ms: u64, detail: String },
+    /// The caller cancelled the request; the worker was stopped and replaced.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// What became of one job.
@@ -94,6 +97,9 @@ pub enum JobResult {
     Timeout { silent_ms: u64 },
     /// The job could not be carried out (a `Reply::Error`, or no worker could be started).
     Failed { message: String },
+    /// The caller withdrew the job (a newer save superseded it); the worker was stopped and a
+    /// new one started.
+    Cancelled,
 }
 
 /// Drives one worker at a time, replacing it whenever it is lost.
@@ -109,6 +115,8 @@ enum Loss {
     Fault(String),
     Stream(ProtocolError),
     Silent,
+    /// The caller cancelled the job mid-flight.
+    Cancelled,
 }
 
 impl Supervisor {
@@ -141,9 +149,21 @@ impl Supervisor {
     /// `Reply::Error` gives `Failed` and keeps the worker. Replies for other jobs are ignored,
     /// but any reply at all counts as a sign of life.
     pub fn run(&mut self, job: &RunJob, on_phase: &mut dyn FnMut(Phase)) -> JobResult {
+        self.run_cancellable(job, on_phase, &|| false)
+    }
+
+    /// [`Supervisor::run`], but `cancelled` is asked at every reply (heartbeats come at least
+    /// every quarter second): once it says yes, the worker is stopped mid-job and replaced.
+    pub fn run_cancellable(
+        &mut self,
+        job: &RunJob,
+        on_phase: &mut dyn FnMut(Phase),
+        cancelled: &dyn Fn() -> bool,
+    ) -> JobResult {
         let request = Request::Run(Box::new(job.clone()));
         let watchdog = Duration::from_millis(job.bench.watchdog_ms);
         let answer = self.request(request, watchdog, |reply| match reply {
+            _ if cancelled() => Some(Err(Loss::Cancelled)),
             Reply::Phase { id, phase } if id == job.id => {
                 on_phase(phase);
                 None
@@ -160,6 +180,7 @@ impl Supervisor {
             Ok(result) => result,
             Err(SupervisorError::Crashed(error)) => JobResult::Crashed { error },
             Err(SupervisorError::Timeout { silent_ms, .. }) => JobResult::Timeout { silent_ms },
+            Err(SupervisorError::Cancelled) => JobResult::Cancelled,
             Err(e) => JobResult::Failed {
                 message: e.to_string(),
             },
@@ -212,7 +233,11 @@ impl Supervisor {
         };
         let silent_ms = u64::try_from(last.elapsed().as_millis()).unwrap_or(u64::MAX);
         let silent = matches!(loss, Loss::Silent);
+        let cancelled = matches!(loss, Loss::Cancelled);
         let detail = self.lose(loss);
+        if cancelled {
+            return Err(SupervisorError::Cancelled);
+        }
         Err(match silent {
             true => SupervisorError::Timeout { silent_ms, detail },
             false => SupervisorError::Crashed(detail),
@@ -363,7 +388,7 @@ impl Worker {
         }
         let what = match (loss, status) {
             (Loss::Fault(error), _) => return error,
-            (Loss::Silent, _) => String::new(),
+            (Loss::Silent | Loss::Cancelled, _) => String::new(),
             (Loss::Stream(e @ Truncated { .. }), Some(s)) => {
                 format!("{} in the middle of a reply ({e})", describe(s))
             }

@@ -333,3 +333,36 @@ serve()
     }
     assert_eq!(sup.restarts(), 1);
 }
+
+#[test]
+fn a_cancelled_job_stops_its_worker_and_the_next_job_runs() {
+    // The first job heartbeats for ever (a long benchmark); the second finishes at once.
+    let mut sup = start(
+        r#"
+def on_run(i):
+    if i == 1:
+        while True:
+            time.sleep(0.05)
+            wr({'type': 'heartbeat', 'id': i})
+    done(i)
+serve()
+"#,
+    );
+    let pid = sup.worker_pid().unwrap();
+    let asked = std::cell::Cell::new(0);
+    let cancel = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 3
+    };
+    let began = Instant::now();
+    let result = sup.run_cancellable(&job(1, 5_000), &mut |_| {}, &cancel);
+    assert_eq!(result, JobResult::Cancelled);
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "cancelling took {:?}",
+        began.elapsed()
+    );
+    assert!(!alive(pid), "the cancelled job's worker is still running");
+    assert_eq!(sup.restarts(), 1);
+    assert_done(&run(&mut sup, &job(2, 5_000)).0, 2);
+}

@@ -3,6 +3,8 @@
 //! happen outside the state (compiles, GPU runs, reloading the workspace) comes back as
 //! [`Effect`]s for the runtime to carry out.
 
+#[cfg(test)]
+use super::app::WhatIf;
 use super::app::{App, CompareRow, CompareView, Focus, GpuState, RowKind, Tab, VersionStatus};
 use crate::compile::CompiledVersion;
 use crate::diag::Diagnostic;
@@ -231,6 +233,24 @@ fn step(app: &mut App, d: i32) {
                 if app.cursor_line < top {
                     app.scroll = (app.cursor_line - 1) as u16;
                 }
+            } else if app.tab == Tab::Ptx {
+                let n = app.current().map_or(0, |v| v.ptx_lines.len());
+                app.ptx_cursor = (app.ptx_cursor as i64 + i64::from(d))
+                    .clamp(0, n.saturating_sub(1) as i64) as usize;
+                // Keep the cursor in view (about twenty lines of context below the top).
+                let top = usize::from(app.scroll);
+                if app.ptx_cursor < top {
+                    app.scroll = app.ptx_cursor as u16;
+                } else if app.ptx_cursor > top + 20 {
+                    app.scroll = (app.ptx_cursor - 20) as u16;
+                }
+                // The reverse correlation: the source line this PTX line came from.
+                if let Some(Some(line)) = app
+                    .current()
+                    .and_then(|v| v.ptx_source_lines.get(app.ptx_cursor))
+                {
+                    app.cursor_line = *line;
+                }
             } else {
                 app.scroll = (i32::from(app.scroll) + d).max(0) as u16;
             }
@@ -260,7 +280,9 @@ fn launched_block(app: &App) -> Option<u32> {
 }
 
 fn files_changed(app: &mut App, paths: &[PathBuf], effects: &mut Vec<Effect>) {
-    if paths.iter().any(|p| same_file(p, &app.workspace.path)) {
+    // (A bare kernel file is its own "workspace": it recompiles, it does not reload.)
+    let is_yaml = !app.versions.iter().any(|v| v.file == app.workspace.path);
+    if is_yaml && paths.iter().any(|p| same_file(p, &app.workspace.path)) {
         effects.push(Effect::ReloadWorkspace);
     }
     for (index, v) in app.versions.iter_mut().enumerate() {
@@ -296,20 +318,27 @@ fn reloaded(app: &mut App, r: Result<Box<Workspace>, Vec<Diagnostic>>, effects: 
         }
         Ok(ws) => {
             app.workspace_errors.clear();
-            let old = std::mem::replace(&mut app.workspace, *ws);
-            let mut fresh = App::new(app.workspace.clone(), app.arch);
-            // Versions that kept their name keep their compiles and results where still valid.
-            for v in &mut fresh.versions {
-                if let Some(prev) = app.versions.iter().find(|p| p.name == v.name) {
-                    v.generation = prev.generation;
-                }
-            }
-            app.versions = fresh.versions;
+            app.workspace = *ws;
+            // Versions are rebuilt from the new file, keeping each surviving version's last
+            // compile and results on screen (marked stale) until its recompile lands.
+            let fresh = App::new(app.workspace.clone(), app.arch).versions;
+            let old = std::mem::take(&mut app.versions);
+            app.versions = fresh
+                .into_iter()
+                .map(|mut v| {
+                    if let Some(prev) = old.iter().find(|p| p.name == v.name && p.file == v.file) {
+                        let sizes = v.results.len();
+                        v = prev.clone();
+                        v.results.resize(sizes, None);
+                        v.samples.resize(sizes, Vec::new());
+                    }
+                    v
+                })
+                .collect();
             app.selected = app.selected.min(app.versions.len().saturating_sub(1));
             app.size = app.size.min(app.workspace.sizes.len().saturating_sub(1));
             app.marks.clear();
             app.compare = None;
-            let _ = old;
             app.message = "workspace reloaded".into();
             for (index, v) in app.versions.iter_mut().enumerate() {
                 v.generation += 1;
@@ -447,3 +476,7 @@ fn diff_rows(left: &str, right: &str) -> Vec<CompareRow> {
         })
         .collect()
 }
+
+#[cfg(test)]
+#[path = "action_tests.rs"]
+mod tests;

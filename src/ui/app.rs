@@ -178,6 +178,9 @@ pub struct App {
     /// The highlighted source line (1-based) in the Source tab; PTX lines it produced are
     /// highlighted in the PTX tab, and the reverse.
     pub cursor_line: u32,
+    /// The selected PTX line (0-based) in the PTX tab; moving it moves `cursor_line` to the
+    /// source line that produced it (the reverse correlation).
+    pub ptx_cursor: usize,
     /// Derived by `update` from `cursor_line` and the shown compile's `.loc` map: the PTX
     /// lines (0-based) the cursor's source line produced.
     pub correlated_ptx: Vec<usize>,
@@ -232,6 +235,7 @@ impl App {
             what_if: WhatIf::default(),
             gpu: GpuState::Probing,
             cursor_line: 1,
+            ptx_cursor: 0,
             correlated_ptx: Vec::new(),
             compare: None,
             scroll: 0,

@@ -15,6 +15,7 @@ use crate::run::protocol::{BenchMode, BenchSpec, RunJob};
 use crate::run::stats::StopRule;
 use crate::run::supervisor::{JobResult, Supervisor, WorkerCommand};
 use crate::workspace::Workspace;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -297,26 +298,31 @@ fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
             return;
         }
     };
-    let mut queue: Vec<GpuRequest> = Vec::new();
+    let queue: RefCell<Vec<GpuRequest>> = RefCell::new(Vec::new());
+    // Newer requests replace queued ones for the same version.
+    let pull = || {
+        while let Ok(r) = rx.try_recv() {
+            let mut q = queue.borrow_mut();
+            q.retain(|x| x.index != r.index);
+            q.push(r);
+        }
+    };
+    let superseded = |index: usize| {
+        pull();
+        queue.borrow().iter().any(|q| q.index == index)
+    };
     loop {
-        if queue.is_empty() {
+        if queue.borrow().is_empty() {
             match rx.recv() {
-                Ok(r) => queue.push(r),
+                Ok(r) => queue.borrow_mut().push(r),
                 Err(_) => return,
             }
         }
-        while let Ok(r) = rx.try_recv() {
-            queue.retain(|q| q.index != r.index);
-            queue.push(r);
-        }
-        let req = queue.remove(0);
+        pull();
+        let req = queue.borrow_mut().remove(0);
         for p in &req.jobs {
             // A newer save of this version arrived: drop the rest of this request.
-            while let Ok(r) = rx.try_recv() {
-                queue.retain(|q| q.index != r.index);
-                queue.push(r);
-            }
-            if queue.iter().any(|q| q.index == req.index) {
+            if superseded(req.index) {
                 break;
             }
             let mut result = RunResult::new(&req.version, &p.size_name, crate::report::Status::Ok);
@@ -329,14 +335,20 @@ fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
                 }
                 Ok(job) => {
                     let (index, generation, size) = (req.index, req.generation, p.size);
-                    let outcome = sup.run(job, &mut |phase| {
+                    let cancel = || superseded(index);
+                    let mut phase = |phase| {
                         send(Action::Run {
                             index,
                             generation,
                             size,
                             event: RunEvent::Phase(phase),
                         });
-                    });
+                    };
+                    let outcome = sup.run_cancellable(job, &mut phase, &cancel);
+                    if outcome == JobResult::Cancelled {
+                        // An in-flight benchmark of a superseded source: the newer one runs next.
+                        break;
+                    }
                     if let JobResult::Done(o) = &outcome {
                         samples = o.samples_us.clone();
                     }

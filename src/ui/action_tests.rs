@@ -1,0 +1,159 @@
+//! Tests of `update`: the latest save wins, a broken workspace keeps the running one, and the
+//! source ↔ PTX correlation works both ways. Driven with actions directly, no terminal.
+
+use super::*;
+use crate::compile::Arch;
+use crate::diag::Diagnostic;
+use std::path::Path;
+
+fn app() -> App {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/elementwise-add/v1_f32.cu");
+    let ws = Workspace::for_kernel_file(&file).unwrap();
+    let mut app = App::new(ws, Arch::DEFAULT);
+    app.gpu = GpuState::Absent("test".into());
+    app
+}
+
+fn done(app: &App, generation: u64, ok: bool) -> Action {
+    let v = &app.versions[0];
+    let result = CompiledVersion {
+        version: v.name.clone(),
+        file: v.file.clone(),
+        arch: Arch::DEFAULT,
+        ok,
+        diagnostics: if ok {
+            vec![]
+        } else {
+            vec![Diagnostic::error("broken").in_file(&v.file).at(7, Some(3))]
+        },
+        log: String::new(),
+        ptx: Arc::from(format!("// generation {generation}")),
+        cubin: Arc::from(Vec::new()),
+        kernels: Vec::new(),
+        options: Vec::new(),
+        includes: Vec::new(),
+        cached: false,
+        millis: 1.0,
+    };
+    Action::Compiled(Box::new(CompileDone {
+        index: 0,
+        generation,
+        source: Arc::from("src"),
+        source_lines: Arc::default(),
+        result: Arc::new(result),
+        ptx_lines: Arc::new(vec![
+            Line::raw("a"),
+            Line::raw("b"),
+            Line::raw("c"),
+            Line::raw("d"),
+        ]),
+        sass: None,
+        ptx_source_lines: Arc::new(vec![None, Some(3), Some(3), Some(4)]),
+    }))
+}
+
+#[test]
+fn the_latest_save_wins_and_a_failed_compile_keeps_the_last_good_one() {
+    let mut app = app();
+    let file = app.versions[0].file.clone();
+    assert_eq!(
+        update(&mut app, Action::FilesChanged(vec![file.clone()])),
+        vec![Effect::Compile {
+            index: 0,
+            generation: 1
+        }]
+    );
+    assert_eq!(
+        update(&mut app, Action::FilesChanged(vec![file])),
+        vec![Effect::Compile {
+            index: 0,
+            generation: 2
+        }]
+    );
+    // The first save's compile arrives late: it is ignored.
+    let a = done(&app, 1, true);
+    update(&mut app, a);
+    assert_eq!(app.versions[0].status, VersionStatus::Compiling);
+    assert!(app.versions[0].compiled.is_none());
+    let a = done(&app, 2, true);
+    update(&mut app, a);
+    assert_eq!(app.versions[0].status, VersionStatus::Done);
+    assert_eq!(app.versions[0].shown_generation, 2);
+    // A broken save: its diagnostics show, the last good PTX stays (and is marked stale).
+    app.versions[0].generation = 3;
+    let a = done(&app, 3, false);
+    update(&mut app, a);
+    assert_eq!(app.versions[0].status, VersionStatus::CompileError);
+    assert_eq!(app.versions[0].diagnostics[0].line, Some(7));
+    assert_eq!(
+        &*app.versions[0].compiled.as_ref().unwrap().ptx,
+        "// generation 2"
+    );
+    assert!(app.versions[0].stale());
+}
+
+#[test]
+fn an_unrelated_file_changes_nothing() {
+    let mut app = app();
+    assert!(update(
+        &mut app,
+        Action::FilesChanged(vec!["/tmp/elsewhere.cu".into()])
+    )
+    .is_empty());
+    assert_eq!(app.versions[0].generation, 0);
+}
+
+#[test]
+fn a_broken_workspace_keeps_the_running_configuration() {
+    let mut app = app();
+    let before = app.workspace.versions.clone();
+    let diag = Diagnostic::error("unknown field `grdi`")
+        .in_file("w.yaml")
+        .at(9, Some(5));
+    let effects = update(&mut app, Action::WorkspaceReloaded(Err(vec![diag])));
+    assert!(effects.is_empty());
+    assert_eq!(app.workspace.versions, before);
+    assert_eq!(app.workspace_errors.len(), 1);
+    assert!(app.message.contains("previous configuration"));
+    assert_eq!(app.all_diagnostics().len(), 1);
+}
+
+#[test]
+fn source_and_ptx_lines_correlate_both_ways() {
+    let mut app = app();
+    let a = done(&app, 0, true);
+    update(&mut app, a);
+    app.focus = Focus::Main;
+    app.tab = Tab::Source;
+    app.cursor_line = 2;
+    update(&mut app, Action::Down);
+    assert_eq!(app.cursor_line, 3);
+    assert_eq!(
+        app.correlated_ptx,
+        vec![1, 2],
+        "source line 3 produced PTX lines 1 and 2"
+    );
+    app.tab = Tab::Ptx;
+    app.ptx_cursor = 2;
+    update(&mut app, Action::Down);
+    assert_eq!(app.ptx_cursor, 3);
+    assert_eq!(app.cursor_line, 4, "PTX line 3 came from source line 4");
+    assert_eq!(app.correlated_ptx, vec![3]);
+}
+
+#[test]
+fn what_if_keys_move_within_the_hardware_limits() {
+    let mut app = app();
+    for _ in 0..10 {
+        update(&mut app, Action::WhatIfBlock(1));
+    }
+    assert_eq!(app.what_if.block, Some(1024));
+    for _ in 0..100 {
+        update(&mut app, Action::WhatIfRegisters(-1));
+    }
+    assert_eq!(app.what_if.register_cap, Some(16));
+    update(&mut app, Action::WhatIfShared(1));
+    assert_eq!(app.what_if.dynamic_shared, Some(4096));
+    update(&mut app, Action::WhatIfReset);
+    assert_eq!(app.what_if, WhatIf::default());
+}
