@@ -6,7 +6,6 @@ mod support;
 
 use kwb::diag::render_all;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn fixtures() -> PathBuf {
     support::repo().join("tests/fixtures/workspaces")
@@ -92,15 +91,7 @@ fn compile_error() {
 }
 
 fn kwb(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(support::kwb_bin())
-        .args(args)
-        .output()
-        .expect("run kwb");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support::run_kwb(args)
 }
 
 #[test]

@@ -3,19 +3,8 @@
 
 mod support;
 
-use std::process::Command;
-
 fn kwb(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(support::kwb_bin())
-        .args(args)
-        .current_dir(support::repo())
-        .output()
-        .expect("run kwb");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support::run_kwb(args)
 }
 
 #[test]

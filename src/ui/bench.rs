@@ -2,7 +2,6 @@
 //! file watcher, the render functions) with an off-screen buffer instead of a terminal:
 //! save-to-screen latency, frame render time, and CPU use while idle.
 
-use super::action::Action;
 use super::app::{App, GpuState};
 use super::runtime::{Engine, Msg};
 use crate::compile::{Arch, Cache, Compiler};
@@ -56,16 +55,7 @@ pub fn save_to_screen(
     let mut app = App::new(ws, arch);
     app.gpu = GpuState::Absent("benchmark".into());
     app.selected = index;
-    let mut watcher = crate::watch::FileWatcher::new(Duration::from_millis(30), {
-        let tx = tx.clone();
-        move |c: crate::watch::Changed| {
-            let _ = tx.send(Msg::Action(Action::FilesChanged(c.paths)));
-        }
-    })
-    .map_err(|e| e.to_string())?;
-    watcher
-        .set_files(std::slice::from_ref(&file))
-        .map_err(|e| e.to_string())?;
+    let _watcher = super::runtime::watch(&tx, std::slice::from_ref(&file))?;
     let area = Rect::new(0, 0, 160, 48);
     let mut buf = Buffer::empty(area);
     let mut times = Vec::new();

@@ -388,16 +388,7 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
     }
     let (tx, rx) = channel();
     let mut engine = Engine::new(tx.clone(), compiler, themes, opts.color);
-    let mut watcher = crate::watch::FileWatcher::new(Duration::from_millis(30), {
-        let tx = tx.clone();
-        move |c: crate::watch::Changed| {
-            let _ = tx.send(Msg::Action(Action::FilesChanged(c.paths)));
-        }
-    })
-    .map_err(|e| e.to_string())?;
-    watcher
-        .set_files(&watched_files(&app))
-        .map_err(|e| e.to_string())?;
+    let mut watcher = watch(&tx, &watched_files(&app))?;
     if opts.gpu {
         engine.start_gpu();
     } else {
@@ -490,6 +481,20 @@ fn handle(engine: &mut Engine, app: &mut App, m: Msg, screen: ratatui::layout::R
         }
         Msg::Action(a) => engine.apply(app, a),
     }
+}
+
+/// A file watcher that sends every change of `files` to the loop as `FilesChanged`.
+pub fn watch(tx: &Sender<Msg>, files: &[PathBuf]) -> Result<crate::watch::FileWatcher, String> {
+    let tx = tx.clone();
+    let mut w = crate::watch::FileWatcher::new(
+        Duration::from_millis(30),
+        move |c: crate::watch::Changed| {
+            let _ = tx.send(Msg::Action(Action::FilesChanged(c.paths)));
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    w.set_files(files).map_err(|e| e.to_string())?;
+    Ok(w)
 }
 
 /// The workspace file, every version's source and the files they include.

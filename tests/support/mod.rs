@@ -86,3 +86,17 @@ pub fn kwb_bin() -> PathBuf {
         PathBuf::from("kwb")
     }
 }
+
+/// Runs kwb with `args` in the repository root: (exit code, stdout, stderr).
+pub fn run_kwb(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(kwb_bin())
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("run kwb");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
