@@ -213,12 +213,19 @@ fn load_any(path: &Path) -> Result<Workspace, workspace::WorkspaceError> {
     }
 }
 
-/// The target: `--arch`, else the workspace's, else sm_90.
+/// The target: `--arch`, else the workspace's, else the GPU's (if there is one kwb knows),
+/// else sm_90.
 fn resolve_arch(flag: Option<&str>, ws: &Workspace) -> Result<Arch, String> {
-    match flag {
-        Some(a) => Arch::parse(a).map_err(|e| format!("--arch: {e}")),
-        None => Ok(ws.arch.unwrap_or(Arch::DEFAULT)),
+    match (flag, ws.arch) {
+        (Some(a), _) => Arch::parse(a).map_err(|e| format!("--arch: {e}")),
+        (None, Some(arch)) => Ok(arch),
+        (None, None) => Ok(detected_arch().unwrap_or(Arch::DEFAULT)),
     }
+}
+
+/// The arch of GPU 0, asked of the driver only when nothing else names one.
+fn detected_arch() -> Option<Arch> {
+    kwb::run::gpu::Gpu::open(0).ok()?.arch().ok().flatten()
 }
 
 fn run_inspect(args: InspectArgs) -> i32 {
