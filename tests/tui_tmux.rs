@@ -127,10 +127,40 @@ fn watch_follows_saves_errors_and_fixes_in_a_real_terminal() {
         sc.contains("v1_f32.cu:11") && sc.contains("undeclared_thing")
     });
 
-    // 2. In-place write fixes it: the error goes, the PTX and resources come back.
-    std::fs::write(&kernel, &good).unwrap();
+    // Fixed by another atomic save: the error goes and the compile shows again.
+    atomic_write(&kernel, &good);
     s.wait_for("the error to clear", |sc| {
-        !sc.contains("undeclared_thing") && sc.contains("add_f32")
+        !sc.contains("undeclared_thing") && sc.contains("No problems.") && !sc.contains("stale")
+    });
+
+    // 2. In-place write (truncate and write), broken on line 9, then fixed with a change that
+    //    the PTX and resources must show: a multiply-add instead of an add.
+    std::fs::write(&kernel, good.replace("size_t i =", "size_t i = oops +")).unwrap();
+    s.wait_for("the in-place error at line 9", |sc| {
+        sc.contains("v1_f32.cu:9") && sc.contains("oops")
+    });
+    std::fs::write(
+        &kernel,
+        good.replace("c[i] = a[i] + b[i];", "c[i] = a[i] * 2.0f + b[i];"),
+    )
+    .unwrap();
+    s.wait_for("the fixed PTX", |sc| {
+        !sc.contains("oops") && sc.contains("No problems.") && !sc.contains("stale")
+    });
+    assert!(Command::new("tmux")
+        .args(["send-keys", "-t", &s.name, "G"])
+        .status()
+        .unwrap()
+        .success());
+    s.wait_for("fma in the PTX", |sc| sc.contains("fma.rn.f32"));
+    assert!(Command::new("tmux")
+        .args(["send-keys", "-t", &s.name, "g"])
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(&kernel, &good).unwrap();
+    s.wait_for("the original again", |sc| {
+        sc.contains("No problems.") && !sc.contains("stale")
     });
 
     // 3. sed -i (a temp file renamed over the kernel), broken then fixed.
