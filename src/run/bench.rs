@@ -93,11 +93,11 @@ pub fn benchmark(
                     program.enqueue(s)?;
                     b.record(s)?;
                 }
-                let mut total = 0.0;
+                let mut runs = Vec::with_capacity(per_sample);
                 for (a, b) in &pairs {
-                    total += a.elapsed_ms(b)?;
+                    runs.push(a.elapsed_ms(b)? * 1e3);
                 }
-                total * 1e3 / per_sample as f64
+                interquartile_mean(&mut runs)
             }
         };
         samples.push(us);
@@ -140,4 +140,29 @@ pub fn measure_copy_peak(s: &Stream, bytes: usize) -> Result<f64, CuError> {
     times.sort_by(f64::total_cmp);
     let median_s = times[times.len() / 2] / 1e3;
     Ok(2.0 * bytes as f64 / median_s / 1e9)
+}
+
+/// The mean of the middle half of `runs` (all of them when there are fewer than four): it
+/// averages away the events' half-microsecond resolution like a mean, and leaves out the
+/// occasional slow launch like a median, so a sample estimates the typical run.
+fn interquartile_mean(runs: &mut [f64]) -> f64 {
+    runs.sort_by(f64::total_cmp);
+    let n = runs.len();
+    let (lo, hi) = if n >= 4 { (n / 4, n - n / 4) } else { (0, n) };
+    let mid = &runs[lo..hi];
+    mid.iter().sum::<f64>() / mid.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interquartile_mean;
+
+    #[test]
+    fn the_interquartile_mean_drops_the_tails_and_averages_the_rest() {
+        let mut runs = vec![7.0, 7.5, 7.0, 30.0, 7.5, 6.0, 7.0, 7.5];
+        // Sorted: 6, 7, 7, 7, 7.5, 7.5, 7.5, 30; the middle half is 7, 7, 7.5, 7.5.
+        assert_eq!(interquartile_mean(&mut runs), 7.25);
+        assert_eq!(interquartile_mean(&mut [2.0, 4.0]), 3.0);
+        assert_eq!(interquartile_mean(&mut [5.0]), 5.0);
+    }
 }
