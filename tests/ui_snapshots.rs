@@ -498,7 +498,7 @@ fn help_overlay() {
     both_sizes("help", &app);
     let area = Rect::new(0, 0, 64, 16);
     let mut buf = Buffer::empty(area);
-    panels::help::render(&Theme::builtin(), area, &mut buf);
+    panels::help::render(&app.help_lines, &Theme::builtin(), area, &mut buf);
     insta::assert_snapshot!("panel_help", text(&buf));
 }
 
@@ -578,7 +578,7 @@ fn no_panel_panics_alone_at_any_small_size() {
         panels::bandwidth::render,
         panels::timing::render,
         panels::status::render,
-        |_, theme, area, buf| panels::help::render(theme, area, buf),
+        |app, theme, area, buf| panels::help::render(&app.help_lines, theme, area, buf),
     ];
     let theme = Theme::builtin();
     for app in &states {

@@ -192,6 +192,8 @@ pub struct App {
     /// Show the selected diagnostic's source line.
     pub show_diagnostic_source: bool,
     pub help: bool,
+    /// What the help overlay lists: the key bindings in force, (keys, what they do).
+    pub help_lines: Vec<(String, String)>,
     pub theme: usize,
     /// A one-line message at the bottom (last event, errors about themes or the terminal).
     pub message: String,
@@ -242,6 +244,7 @@ impl App {
             diagnostic: 0,
             show_diagnostic_source: false,
             help: false,
+            help_lines: super::keys::Keymap::default().help().to_vec(),
             theme: 0,
             message: String::new(),
             quit: false,

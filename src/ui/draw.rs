@@ -78,7 +78,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         }
     }
     if app.help {
-        help::render(theme, area, buf);
+        help::render(&app.help_lines, theme, area, buf);
     }
 }
 

@@ -46,6 +46,7 @@ pub struct Engine {
     pub themes: Vec<Theme>,
     color: bool,
     sass: Option<Arc<super::sass::Disassembler>>,
+    pub keymap: super::keys::Keymap,
     in_flight: HashSet<usize>,
     pending: HashMap<usize, u64>,
     gpu: Option<Sender<GpuRequest>>,
@@ -60,6 +61,7 @@ impl Engine {
             themes,
             color,
             sass: super::sass::find_disassembler().map(Arc::new),
+            keymap: super::keys::Keymap::default(),
             in_flight: HashSet::new(),
             pending: HashMap::new(),
             gpu: None,
@@ -388,6 +390,12 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
     }
     let (tx, rx) = channel();
     let mut engine = Engine::new(tx.clone(), compiler, themes, opts.color);
+    let (keymap, keys_problem) = super::keys::Keymap::load();
+    app.help_lines = keymap.help().to_vec();
+    engine.keymap = keymap;
+    if let Some(p) = keys_problem {
+        app.message = p;
+    }
     let mut watcher = watch(&tx, &watched_files(&app))?;
     if opts.gpu {
         engine.start_gpu();
@@ -475,7 +483,7 @@ fn handle(engine: &mut Engine, app: &mut App, m: Msg, screen: ratatui::layout::R
             }
         }
         Msg::Term(ev) => {
-            if let Some(a) = super::keys::action_for(&ev) {
+            if let Some(a) = engine.keymap.action_for(&ev) {
                 engine.apply(app, a);
             }
         }

@@ -1,8 +1,7 @@
-//! The help overlay: a centred box over everything listing the key bindings (the table the
-//! bindings themselves live next to, `ui::keys::HELP`) and what the mouse does.
+//! The help overlay: a centred box over everything listing the key bindings in force (from
+//! `ui::keys::Keymap`, carried in `App::help_lines`) and what the mouse does.
 
 use super::text::{frame, width, wrap, Pen};
-use crate::ui::keys;
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -15,25 +14,28 @@ pub const MOUSE: &[(&str, &str)] = &[("click", "select the version under the poi
 /// The widest the box grows.
 const MAX_WIDTH: u16 = 84;
 
-fn entries() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    keys::HELP.iter().chain(MOUSE)
+fn entries(lines: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> + Clone {
+    lines
+        .iter()
+        .map(|(k, w)| (k.as_str(), w.as_str()))
+        .chain(MOUSE.iter().copied())
 }
 
 /// Draws the box centred in `area`, clearing what is under it. Descriptions wrap under
 /// themselves when the box is narrow.
-pub fn render(theme: &Theme, area: Rect, buf: &mut Buffer) {
+pub fn render(lines: &[(String, String)], theme: &Theme, area: Rect, buf: &mut Buffer) {
     let area = area.intersection(buf.area);
     if area.is_empty() {
         return;
     }
-    let key_width = entries().map(|(k, _)| width(k)).max().unwrap_or(0) + 2;
-    let text_width = entries().map(|(_, d)| width(d)).max().unwrap_or(0);
+    let key_width = entries(lines).map(|(k, _)| width(k)).max().unwrap_or(0) + 2;
+    let text_width = entries(lines).map(|(_, d)| width(d)).max().unwrap_or(0);
     // Border and one column of padding on each side.
     let w = (key_width + text_width + 4).min(MAX_WIDTH).min(area.width);
     let inner_w = w.saturating_sub(4);
     let key_width = key_width.min(inner_w / 2);
     let mut rows: Vec<(&str, String)> = Vec::new();
-    for (keys, what) in entries() {
+    for (keys, what) in entries(lines) {
         for (i, line) in wrap(what, inner_w - key_width).into_iter().enumerate() {
             rows.push((if i == 0 { keys } else { "" }, line));
         }
