@@ -96,6 +96,8 @@ pub enum Effect {
     ReloadWorkspace,
     /// Highlighting depends on the theme: redo it for every version.
     Rehighlight,
+    /// Compile for another arch from now on (the GPU's).
+    Retarget(crate::compile::Arch),
 }
 
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
@@ -196,9 +198,29 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             event,
         } => run_event(app, index, generation, size, event),
         Action::Gpu(g) => {
+            let device_arch = match &g {
+                GpuState::Present(d) => crate::compile::Arch::parse(&d.arch).ok(),
+                _ => None,
+            };
             let now_present = matches!(g, GpuState::Present(_));
             app.gpu = g;
-            if now_present {
+            if let Some(arch) = device_arch.filter(|a| *a != app.arch) {
+                // A CUBIN runs only on its own arch: recompile everything for the GPU's.
+                app.message = format!(
+                    "compiling for {arch}, the GPU's arch, instead of {}",
+                    app.arch
+                );
+                app.arch = arch;
+                effects.push(Effect::Retarget(arch));
+                for (index, v) in app.versions.iter_mut().enumerate() {
+                    v.generation += 1;
+                    v.status = VersionStatus::Compiling;
+                    effects.push(Effect::Compile {
+                        index,
+                        generation: v.generation,
+                    });
+                }
+            } else if now_present {
                 // Versions compiled before the GPU answered get their runs now.
                 for (index, v) in app.versions.iter_mut().enumerate() {
                     if v.status == VersionStatus::Done && v.compiled.is_some() {

@@ -111,6 +111,10 @@ impl Engine {
                     .map_err(|e| e.diagnostics);
                 self.apply(app, Action::WorkspaceReloaded(r));
             }
+            Effect::Retarget(arch) => match Compiler::new(arch, Cache::default_location()) {
+                Ok(c) => self.compiler = Arc::new(c),
+                Err(e) => app.message = format!("cannot compile for {arch}: {e}"),
+            },
             Effect::Rehighlight => {
                 for index in 0..app.versions.len() {
                     let generation = app.versions[index].generation;
