@@ -212,14 +212,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 );
                 app.arch = arch;
                 effects.push(Effect::Retarget(arch));
-                for (index, v) in app.versions.iter_mut().enumerate() {
-                    v.generation += 1;
-                    v.status = VersionStatus::Compiling;
-                    effects.push(Effect::Compile {
-                        index,
-                        generation: v.generation,
-                    });
-                }
+                recompile_all(app, &mut effects);
             } else if now_present {
                 // Versions compiled before the GPU answered get their runs now.
                 for (index, v) in app.versions.iter_mut().enumerate() {
@@ -362,15 +355,20 @@ fn reloaded(app: &mut App, r: Result<Box<Workspace>, Vec<Diagnostic>>, effects: 
             app.marks.clear();
             app.compare = None;
             app.message = "workspace reloaded".into();
-            for (index, v) in app.versions.iter_mut().enumerate() {
-                v.generation += 1;
-                v.status = VersionStatus::Compiling;
-                effects.push(Effect::Compile {
-                    index,
-                    generation: v.generation,
-                });
-            }
+            recompile_all(app, effects);
         }
+    }
+}
+
+/// Every version starts over: a new generation and a compile each.
+fn recompile_all(app: &mut App, effects: &mut Vec<Effect>) {
+    for (index, v) in app.versions.iter_mut().enumerate() {
+        v.generation += 1;
+        v.status = VersionStatus::Compiling;
+        effects.push(Effect::Compile {
+            index,
+            generation: v.generation,
+        });
     }
 }
 
