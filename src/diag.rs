@@ -102,6 +102,39 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// A diagnostic followed by its source line and a caret under the column, when the file can be
+/// read and the diagnostic has a line and column: the form compilers print at the edge.
+///
+/// ```text
+/// kernels/x.tile:4:18: error: unknown name `offz`; did you mean `offs`?
+///     4 |     x = tl.load(offz)
+///       |                 ^
+/// ```
+pub fn with_snippet(d: &Diagnostic) -> String {
+    let head = d.to_string();
+    let (Some(file), Some(line), Some(col)) = (&d.file, d.line, d.column) else {
+        return head;
+    };
+    let Some(text) = std::fs::read_to_string(file).ok().and_then(|t| {
+        t.lines()
+            .nth(line.saturating_sub(1) as usize)
+            .map(str::to_string)
+    }) else {
+        return head;
+    };
+    let gutter = line.to_string().len();
+    // The caret sits under the column's character, tabs kept so it lines up in a terminal.
+    let pad: String = text
+        .chars()
+        .take(col.saturating_sub(1) as usize)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    format!(
+        "{head}\n{:>gutter$} | {text}\n{:>gutter$} | {pad}^",
+        line, ""
+    )
+}
+
 /// Renders a list of diagnostics, one per line.
 pub fn render_all(diags: &[Diagnostic]) -> String {
     let mut out = String::new();
@@ -110,4 +143,26 @@ pub fn render_all(diags: &[Diagnostic]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snippet_shows_the_line_and_a_caret_under_the_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("k.tile");
+        std::fs::write(&f, "def k():\n    x = tl.load(offz)\n").unwrap();
+        let d = Diagnostic::error("unknown name `offz`")
+            .in_file(&f)
+            .at(2, Some(17));
+        let s = with_snippet(&d);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[1], "2 |     x = tl.load(offz)");
+        assert_eq!(lines[2], "  |                 ^");
+        // No column, or no readable file: the one-line form.
+        let plain = Diagnostic::error("x").in_file(&f).at(2, None);
+        assert_eq!(with_snippet(&plain), plain.to_string());
+    }
 }

@@ -7,11 +7,13 @@
 pub mod batch;
 pub mod compile;
 pub mod diag;
+pub mod emu;
 pub mod exit;
 pub mod expr;
 pub mod inspect;
 pub mod report;
 pub mod run;
+pub mod tile;
 pub mod ui;
 pub mod watch;
 pub mod workspace;

@@ -20,6 +20,10 @@ struct Cli {
     command: Option<Command>,
     /// A workspace to watch: `kwb W.yaml` is `kwb watch W.yaml`.
     workspace: Option<PathBuf>,
+    /// Never install anything: without NVRTC, stop and say how to install it (as
+    /// KWB_NO_INSTALL=1 does). By default kwb installs the NVRTC wheels into its cache folder.
+    #[arg(long, global = true)]
+    offline: bool,
 }
 
 #[derive(Subcommand)]
@@ -74,6 +78,32 @@ struct WatchArgs {
     /// Do not look for a GPU: compile, PTX, resources and occupancy only.
     #[arg(long)]
     no_gpu: bool,
+    #[command(flatten)]
+    worker: WorkerArgs,
+}
+
+/// Where the GPU worker runs: here by default, or on another machine.
+#[derive(clap::Args, Default)]
+struct WorkerArgs {
+    /// Run the GPU worker on HOST: `ssh HOST kwb worker` (your ssh config and agent; kwb
+    /// stores no credentials). Compiling stays here.
+    #[arg(long, value_name = "HOST", conflicts_with = "worker_cmd")]
+    remote: Option<String>,
+    /// Run this command (through `sh -c`) as the GPU worker; it must speak kwb's worker
+    /// protocol on stdin/stdout (docs/worker-protocol.md).
+    #[arg(long, value_name = "CMD")]
+    worker_cmd: Option<String>,
+}
+
+impl WorkerArgs {
+    fn command(&self) -> std::io::Result<kwb::run::supervisor::WorkerCommand> {
+        use kwb::run::supervisor::WorkerCommand;
+        match (&self.remote, &self.worker_cmd) {
+            (Some(host), _) => Ok(WorkerCommand::ssh(host)),
+            (None, Some(cmd)) => Ok(WorkerCommand::shell(cmd)),
+            (None, None) => WorkerCommand::current_exe(),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -129,6 +159,28 @@ struct BatchArgs {
     /// Skip the compile cache.
     #[arg(long)]
     no_cache: bool,
+    #[command(flatten)]
+    worker: WorkerArgs,
+    /// Bytes of red zone before and after every buffer, checked for stray writes (0: off).
+    #[arg(long, default_value_t = kwb::run::canary::DEFAULT_GUARD_BYTES as u64)]
+    guard_bytes: u64,
+    /// Run on the CPU, no GPU needed: CUDA versions in kwb's PTX emulator (with memory, race,
+    /// initialisation and sync checks), tile versions in the tile interpreter; checks, no timing.
+    /// Without --sizes, runs the workspace's `emulate: true` sizes, else its smallest.
+    #[arg(long)]
+    cpu: bool,
+    /// With --cpu: `emulator` runs tile versions' generated PTX in the emulator too.
+    #[arg(long, value_enum, default_value_t = CpuEngineArg::Auto, requires = "cpu")]
+    cpu_engine: CpuEngineArg,
+    /// With --cpu: the arch to compile for (default: the workspace's, else sm_90).
+    #[arg(long, requires = "cpu")]
+    arch: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum CpuEngineArg {
+    Auto,
+    Emulator,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -148,7 +200,7 @@ enum ModeArg {
 
 #[derive(clap::Args)]
 struct InspectArgs {
-    /// A workspace YAML file, or a single `.cu` file.
+    /// A workspace YAML file, or a single `.cu`, `.tile` or `.py` kernel file.
     path: PathBuf,
     /// Only this version (repeatable).
     #[arg(long = "version", value_name = "V")]
@@ -170,6 +222,12 @@ struct InspectArgs {
     /// Benchmark compilation instead: one-at-a-time, cold parallel, and warm-cache times.
     #[arg(long)]
     timings: bool,
+    /// A bare `.tile`/`.py` file: the value of a `tl.constexpr` parameter (repeatable).
+    #[arg(long = "constexpr", value_name = "NAME=VALUE")]
+    constexprs: Vec<String>,
+    /// A bare `.tile`/`.py` file: warps per program (default 4).
+    #[arg(long)]
+    num_warps: Option<u32>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -180,6 +238,7 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    kwb::compile::provision::set_offline(cli.offline);
     let command = match (cli.command, cli.workspace) {
         (Some(c), _) => c,
         (None, Some(workspace)) => Command::Watch(WatchArgs {
@@ -187,6 +246,7 @@ fn main() -> ExitCode {
             arch: None,
             theme: None,
             no_gpu: false,
+            worker: WorkerArgs::default(),
         }),
         (None, None) => {
             let _ = <Cli as clap::CommandFactory>::command().print_help();
@@ -198,19 +258,59 @@ fn main() -> ExitCode {
         Command::BenchUi(args) => run_bench_ui(args),
         Command::Inspect(args) => run_inspect(args),
         Command::Batch(args) => run_batch(args),
-        Command::Worker => {
-            kwb::run::worker::serve(std::io::stdin().lock(), Box::new(std::io::stdout()))
-        }
+        Command::Worker => kwb::run::worker::serve(std::io::stdin(), Box::new(std::io::stdout())),
     };
     ExitCode::from(code as u8)
 }
 
 fn load_any(path: &Path) -> Result<Workspace, workspace::WorkspaceError> {
-    if path.extension().is_some_and(|e| e == "cu" || e == "cuh") {
+    let kernel_file = ["cu", "cuh", "tile", "py"];
+    if path
+        .extension()
+        .is_some_and(|e| kernel_file.iter().any(|k| e == *k))
+    {
         Workspace::for_kernel_file(path)
     } else {
         workspace::load(path)
     }
+}
+
+/// An optional `--arch sm_XX`; a bad one is reported and is a usage error.
+fn arch_flag(flag: Option<&str>) -> Result<Option<Arch>, i32> {
+    flag.map(Arch::parse).transpose().map_err(|e| {
+        eprintln!("error: --arch: {e}");
+        exit::USAGE
+    })
+}
+
+/// `--constexpr NAME=VALUE` and `--num-warps N` for a bare tile-language file.
+fn bare_tile_settings(
+    ws: &mut Workspace,
+    constexprs: &[String],
+    num_warps: Option<u32>,
+) -> Result<(), String> {
+    use kwb::workspace::Formula;
+    let bare_tile = ws.versions.len() == 1
+        && ws.versions[0].launches.is_empty()
+        && ws.versions[0].kind.is_tile();
+    if !bare_tile {
+        if !constexprs.is_empty() || num_warps.is_some() {
+            return Err("--constexpr and --num-warps are for a bare .tile or .py file; a workspace sets `constexprs` and `num_warps` per version".into());
+        }
+        return Ok(());
+    }
+    let v = &mut ws.versions[0];
+    for c in constexprs {
+        let (name, value) = c
+            .split_once('=')
+            .ok_or_else(|| format!("--constexpr {c}: expected NAME=VALUE, e.g. BLOCK=1024"))?;
+        let f = Formula::parse(value.trim()).map_err(|e| format!("--constexpr {c}: {e}"))?;
+        v.constexprs.push((name.trim().to_string(), f));
+    }
+    if let Some(n) = num_warps {
+        v.num_warps = Some(Formula::parse(&n.to_string()).map_err(|e| e.to_string())?);
+    }
+    Ok(())
 }
 
 /// The target: `--arch`, else the workspace's, else the GPU's (if there is one kwb knows),
@@ -236,6 +336,10 @@ fn run_inspect(args: InspectArgs) -> i32 {
             return exit::USAGE;
         }
     };
+    if let Err(e) = bare_tile_settings(&mut ws, &args.constexprs, args.num_warps) {
+        eprintln!("error: {e}");
+        return exit::USAGE;
+    }
     if !args.versions.is_empty() {
         let known: Vec<String> = ws.versions.iter().map(|v| v.name.clone()).collect();
         if let Some(bad) = args.versions.iter().find(|v| !known.contains(v)) {
@@ -341,6 +445,8 @@ fn run_batch(a: BatchArgs) -> i32 {
         watchdog_ms: a.watchdog_ms,
         seed: a.seed,
         cache: !a.no_cache,
+        guard_bytes: Some(a.guard_bytes),
+        cpu: a.cpu,
     };
     let baseline = match &a.baseline {
         None => None,
@@ -359,17 +465,29 @@ fn run_batch(a: BatchArgs) -> i32 {
         eprintln!("error: {e}");
         return exit::USAGE;
     }
-    let worker = match kwb::run::supervisor::WorkerCommand::current_exe() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: cannot find the kwb executable to start its worker: {e}");
-            return exit::NO_GPU;
+    let arch = match arch_flag(a.arch.as_deref()) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let result = if a.cpu {
+        let engine = match a.cpu_engine {
+            CpuEngineArg::Auto => batch::CpuEngine::Auto,
+            CpuEngineArg::Emulator => batch::CpuEngine::Emulator,
+        };
+        batch::run_cpu(&ws, &opts, engine, arch)
+    } else {
+        match a.worker.command() {
+            Ok(worker) => batch::run(&ws, &opts, worker),
+            Err(e) => {
+                eprintln!("error: cannot find the kwb executable to start its worker: {e}");
+                return exit::NO_GPU;
+            }
         }
     };
-    let outcome = match batch::run(&ws, &opts, worker) {
+    let outcome = match result {
         Ok(o) => o,
         Err(e @ BatchError::NoGpu(_)) => {
-            eprintln!("error: {e}\n(kwb inspect works without a GPU: compile, PTX, resources and occupancy)");
+            eprintln!("error: {e}\n(without a GPU: `kwb batch --cpu` checks every version in kwb's emulator; `kwb inspect` compiles and reports resources and occupancy)");
             return exit::NO_GPU;
         }
         Err(e @ BatchError::Compile(_)) => {
@@ -413,15 +531,19 @@ fn run_batch(a: BatchArgs) -> i32 {
 }
 
 fn run_watch(a: WatchArgs) -> i32 {
-    let arch = match a.arch.as_deref().map(Arch::parse) {
-        None => None,
-        Some(Ok(arch)) => Some(arch),
-        Some(Err(e)) => {
-            eprintln!("error: --arch: {e}");
-            return exit::USAGE;
+    let arch = match arch_flag(a.arch.as_deref()) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let worker = match a.worker.command() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: cannot find the kwb executable to start its worker: {e}");
+            return exit::NO_GPU;
         }
     };
     let opts = kwb::ui::runtime::WatchOptions {
+        worker,
         workspace: a.workspace,
         arch,
         theme: a.theme,

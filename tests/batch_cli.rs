@@ -17,7 +17,7 @@ fn unknown_sizes_and_versions_are_usage_errors() {
     ]);
     assert_eq!(code, kwb::exit::USAGE, "{err}");
     assert!(
-        err.contains("no size `3Mi`; sizes: 1Mi, 16Mi, 256Mi"),
+        err.contains("no size `3Mi`; sizes: 1Mi, 16Mi, 256Mi, odd"),
         "{err}"
     );
     let (code, _, err) = kwb(&[

@@ -195,7 +195,47 @@ fn watch_follows_saves_errors_and_fixes_in_a_real_terminal() {
         !sc.contains("grdi") && sc.contains("reloaded")
     });
 
-    // 5. Quit cleanly.
+    // 5. A tile-language kernel: select v8 (the 8th version), show its PTX, save a broken
+    //    `.tile` (the diagnostic lands on the tile line), then a fix whose PTX must show.
+    let tile = root.join("kernels/elementwise-add/v8.tile");
+    let tile_good = std::fs::read_to_string(&tile).unwrap();
+    let keys = |k: &[&str]| {
+        assert!(Command::new("tmux")
+            .args(["send-keys", "-t", &s.name])
+            .args(k)
+            .status()
+            .unwrap()
+            .success())
+    };
+    keys(&["g", "j", "j", "j", "j", "j", "j", "j", "2"]);
+    s.wait_for("v8's PTX", |sc| {
+        sc.contains("PTX") && sc.contains("add_kernel")
+    });
+    std::fs::write(&tile, tile_good.replace("mask = offs < n", "mask = offs <")).unwrap();
+    s.wait_for("the tile diagnostic at v8.tile:14", |sc| {
+        sc.contains("v8.tile:14")
+    });
+    std::fs::write(
+        &tile,
+        tile_good.replace(
+            "tl.store(c_ptr + offs, a + b, mask=mask)",
+            "tl.store(c_ptr + offs, a * b, mask=mask)",
+        ),
+    )
+    .unwrap();
+    s.wait_for("the fixed tile kernel", |sc| {
+        !sc.contains("v8.tile:14") && !sc.contains("stale")
+    });
+    keys(&["G"]);
+    s.wait_for("the multiply in v8's PTX", |sc| {
+        sc.contains("mul.f32") || sc.contains("mul.rn.f32")
+    });
+    keys(&["g", "5"]);
+    s.wait_for("the generated CUDA", |sc| {
+        sc.contains("#line") && sc.contains("add_kernel")
+    });
+
+    // 6. Quit cleanly.
     assert!(Command::new("tmux")
         .args(["send-keys", "-t", &s.name, "q"])
         .status()

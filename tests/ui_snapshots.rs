@@ -359,6 +359,68 @@ fn no_gpu() {
     );
 }
 
+/// No GPU: each version is checked on the CPU; v1 passed in the emulator at the odd size, v2
+/// was caught writing past the end of `c`, with the finding in Diagnostics at its source line.
+#[test]
+fn emulated_checks_without_a_gpu() {
+    let f = fixture();
+    let mut app = compiled_app();
+    app.gpu = GpuState::Absent("cuInit failed: CUDA_ERROR_NO_DEVICE".into());
+    let odd = app
+        .workspace
+        .sizes
+        .iter()
+        .position(|s| s.emulate)
+        .expect("the shipped workspace has a size for the CPU");
+    let mut ok = RunResult::new("v1", "odd", Status::Ok);
+    ok.backend = Some(kwb::report::Backend::Emulator);
+    ok.check = Some(CheckSummary {
+        passed: true,
+        max_abs_error: 0.0,
+        rel_l2_error: 0.0,
+        failure: None,
+    });
+    app.versions[0].results[odd] = Some(ok);
+    let mut bad = RunResult::new("v2", "odd", Status::CheckFailed);
+    bad.backend = Some(kwb::report::Backend::Emulator);
+    let finding = kwb::report::Finding {
+        kind: "out-of-bounds".into(),
+        message:
+            "write of 4 bytes at byte 400012 of `c`, just past its end (`c` holds 400012 bytes)"
+                .into(),
+        cta: Some([390, 0, 0]),
+        thread: Some([63, 0, 0]),
+        ptx_line: Some(52),
+        file: Some(f.ws.versions[1].file.display().to_string()),
+        line: Some(14),
+    };
+    bad.message = Some(
+        finding
+            .to_string()
+            .replace(&support::repo().display().to_string(), "."),
+    );
+    app.versions[1].results[odd] = Some(bad);
+    app.versions[1].status = VersionStatus::CheckFailed;
+    app.versions[1].diagnostics = vec![kwb::diag::Diagnostic::error(
+        "out-of-bounds (emulated): write of 4 bytes at byte 400012 of `c`, just past its end",
+    )
+    .in_file("kernels/elementwise-add/v2_f32x4.cu")
+    .at(14, None)];
+    insta::assert_snapshot!(
+        "panel_timing_emulated_ok",
+        panel(&app, 40, 7, panels::timing::render)
+    );
+    app.selected = 1;
+    insta::assert_snapshot!(
+        "panel_timing_emulated_finding",
+        panel(&app, 40, 9, panels::timing::render)
+    );
+    insta::assert_snapshot!(
+        "panel_diagnostics_emulated_finding",
+        panel(&app, 80, 5, panels::diagnostics::render)
+    );
+}
+
 #[test]
 fn compile_error() {
     let app = compile_error_app();

@@ -12,7 +12,9 @@ pub mod nvrtc;
 pub mod nvrtc_log;
 pub mod occupancy;
 pub mod pipeline;
+pub mod provision;
 pub mod ptxas_log;
+pub mod tile_version;
 
 pub use arch::Arch;
 pub use cache::Cache;

@@ -3,7 +3,8 @@
 //! never panics on a missing library.
 
 use super::arch::Arch;
-use super::locate::{locate, CudaPaths, LocateError};
+use super::locate::{CudaPaths, LocateError};
+use super::provision::{locate_or_install, ProvisionError};
 use cudarc::nvrtc::{result, sys};
 use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
@@ -21,6 +22,9 @@ pub struct Nvrtc {
 pub enum NvrtcError {
     #[error(transparent)]
     NotFound(#[from] LocateError),
+    /// Not found, and installing the wheels was off or failed.
+    #[error(transparent)]
+    Install(#[from] ProvisionError),
     #[error("could not load {path}: {message}")]
     Load { path: String, message: String },
     #[error("NVRTC call {call} failed: {code}")]
@@ -47,10 +51,10 @@ pub struct RawOutput {
 
 static NVRTC: OnceLock<Result<Nvrtc, NvrtcError>> = OnceLock::new();
 
-/// Locates and loads NVRTC once per process.
+/// Locates (installing the wheels on a fresh machine) and loads NVRTC once per process.
 pub fn nvrtc() -> Result<&'static Nvrtc, NvrtcError> {
     NVRTC
-        .get_or_init(|| load(locate()?))
+        .get_or_init(|| load(locate_or_install()?))
         .as_ref()
         .map_err(Clone::clone)
 }

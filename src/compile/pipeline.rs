@@ -52,11 +52,54 @@ pub struct CompiledVersion {
     pub includes: Vec<PathBuf>,
     pub cached: bool,
     pub millis: f64,
+    /// Tile versions: the CUDA C++ kwb generated from the tile source (what NVRTC compiled).
+    pub generated: Option<Arc<str>>,
+    /// Tile versions: the checked tile IR of each kernel, for the CPU interpreter.
+    pub tile_kernels: Vec<Arc<crate::tile::ir::Kernel>>,
+    /// The problem sizes this compile is specialised for; empty means every size.
+    pub sizes: Vec<String>,
+    /// Tile versions whose constexprs, `num_warps` or argument facts differ between sizes: the
+    /// compiles for the other sizes (this one serves the first size).
+    pub variants: Vec<CompiledVersion>,
 }
 
 impl CompiledVersion {
     pub fn kernel(&self, name: &str) -> Option<&KernelResources> {
         self.kernels.iter().find(|k| k.name == name)
+    }
+
+    /// The compile that serves problem size `size`.
+    pub fn for_size(&self, size: &str) -> &CompiledVersion {
+        if self.sizes.is_empty() || self.sizes.iter().any(|s| s == size) {
+            return self;
+        }
+        self.variants
+            .iter()
+            .find(|v| v.sizes.iter().any(|s| s == size))
+            .unwrap_or(self)
+    }
+
+    /// A result with nothing in it yet, for `v` compiled with `options`.
+    pub fn empty(v: &Version, arch: Arch, options: Vec<String>) -> CompiledVersion {
+        CompiledVersion {
+            version: v.name.clone(),
+            file: v.file.clone(),
+            arch,
+            ok: false,
+            diagnostics: Vec::new(),
+            log: String::new(),
+            ptx: Arc::from(""),
+            cubin: Arc::from(Vec::new()),
+            kernels: Vec::new(),
+            options,
+            includes: Vec::new(),
+            cached: false,
+            millis: 0.0,
+            generated: None,
+            tile_kernels: Vec::new(),
+            sizes: Vec::new(),
+            variants: Vec::new(),
+        }
     }
 }
 
@@ -100,23 +143,11 @@ impl Compiler {
 
     /// Compiles one version. Never fails: problems become diagnostics on the result.
     pub fn compile_version(&self, ws: Option<&Workspace>, v: &Version) -> CompiledVersion {
+        if v.kind.is_tile() {
+            return self.compile_tile_version(ws, v);
+        }
         let start = Instant::now();
-        let options = self.options_for(v);
-        let mut out = CompiledVersion {
-            version: v.name.clone(),
-            file: v.file.clone(),
-            arch: self.arch,
-            ok: false,
-            diagnostics: Vec::new(),
-            log: String::new(),
-            ptx: Arc::from(""),
-            cubin: Arc::from(Vec::new()),
-            kernels: Vec::new(),
-            options: options.clone(),
-            includes: Vec::new(),
-            cached: false,
-            millis: 0.0,
-        };
+        let mut out = CompiledVersion::empty(v, self.arch, self.options_for(v));
         let source = match std::fs::read_to_string(&v.file) {
             Ok(s) => s,
             Err(e) => {
@@ -131,7 +162,21 @@ impl Compiler {
             .filter_map(|p| std::fs::read(&p).ok().map(|b| (p, b)))
             .collect();
         out.includes = includes.iter().map(|(p, _)| p.clone()).collect();
-        let key = Cache::key(&source, &includes, &options, self.nvrtc.version);
+        self.compile_cuda(ws, v, &source, &includes, &mut out);
+        out.millis = start.elapsed().as_secs_f64() * 1e3;
+        out
+    }
+
+    /// CUDA source to CUBIN through the cache or NVRTC, then resources and diagnostics.
+    pub(super) fn compile_cuda(
+        &self,
+        ws: Option<&Workspace>,
+        v: &Version,
+        source: &str,
+        includes: &[(PathBuf, Vec<u8>)],
+        out: &mut CompiledVersion,
+    ) {
+        let key = Cache::key(source, includes, &out.options, self.nvrtc.version);
         let raw = match self.cache.get(&key) {
             Some(raw) => {
                 out.cached = true;
@@ -139,7 +184,7 @@ impl Compiler {
             }
             None => match self
                 .nvrtc
-                .compile(&v.file.display().to_string(), &source, &options)
+                .compile(&v.file.display().to_string(), source, &out.options)
             {
                 Ok(raw) => {
                     self.cache.put(&key, &raw);
@@ -148,13 +193,11 @@ impl Compiler {
                 Err(e) => {
                     out.diagnostics
                         .push(Diagnostic::error(e.to_string()).in_file(&v.file));
-                    return out;
+                    return;
                 }
             },
         };
-        self.digest(ws, v, raw, &mut out);
-        out.millis = start.elapsed().as_secs_f64() * 1e3;
-        out
+        self.digest(ws, v, raw, out);
     }
 
     /// Turns NVRTC's raw output into resources and diagnostics.

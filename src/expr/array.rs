@@ -96,6 +96,7 @@ const OTHER_FUNCS: &[&str] = &[
     "pow",
     "softmax",
     "sum",
+    "transpose",
     "where",
 ];
 
@@ -318,6 +319,30 @@ impl<'a> Evaluator<'a> {
                 let axis = self.axis(call, &t.shape)?.unwrap_or(t.shape.len() - 1);
                 reduce::softmax(&mut t, axis, name == "log_softmax");
                 Ok(Val::Owned(t))
+            }
+            "transpose" => {
+                self.check_args(e, call, 1, &[])?;
+                let t = self.eval(&call.args[0])?.into_tensor();
+                if t.shape.len() != 2 {
+                    return Err(err(
+                        &call.args[0],
+                        format!(
+                            "transpose needs a 2-D array, but `{}` has shape {:?}",
+                            call.args[0], t.shape
+                        ),
+                    ));
+                }
+                let (r, c) = (t.shape[0], t.shape[1]);
+                let mut data = vec![0.0; r * c];
+                for i in 0..r {
+                    for j in 0..c {
+                        data[j * r + i] = t.data[i * c + j];
+                    }
+                }
+                Ok(Val::Owned(Tensor {
+                    shape: vec![c, r],
+                    data,
+                }))
             }
             "where" => {
                 self.check_args(e, call, 3, &[])?;

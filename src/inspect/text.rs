@@ -89,7 +89,9 @@ pub fn render(r: &InspectReport) -> String {
             }
         }
         for d in &v.diagnostics {
-            let _ = writeln!(s, "  {d}");
+            for line in crate::diag::with_snippet(d).lines() {
+                let _ = writeln!(s, "  {line}");
+            }
         }
         if let Some(ptx) = &v.ptx {
             let _ = writeln!(s, "\n--- PTX of {} ---\n{ptx}", v.name);

@@ -8,12 +8,14 @@
 //! versioned format (see `docs/batch-json.md`).
 
 pub mod baseline;
+pub mod finding;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod table;
 
 pub use baseline::{compare, render_regression, Regression};
+pub use finding::{Backend, Finding};
 
 use crate::run::stats::{Stats, StopReason};
 use serde::{Deserialize, Serialize};
@@ -37,6 +39,9 @@ pub struct BatchReport {
     pub mode: Mode,
     /// One per (version, size), in run order.
     pub results: Vec<RunResult>,
+    /// `emulator` for `kwb batch --cpu` (no timing); absent for GPU runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
 }
 
 /// The GPU the report was measured on.
@@ -114,6 +119,15 @@ pub struct RunResult {
     pub gflops: Option<f64>,
     /// Arithmetic intensity, flop per byte.
     pub intensity: Option<f64>,
+    /// The engine that ran it, on the CPU (`emulator`, `interpreter`); absent for the GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
+    /// What the emulator or interpreter found (each also fails the result).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// Remarks that are not failures, e.g. approximate instructions computed exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl RunResult {
@@ -133,6 +147,9 @@ impl RunResult {
             pct_of_peak: None,
             gflops: None,
             intensity: None,
+            backend: None,
+            findings: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

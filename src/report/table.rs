@@ -218,6 +218,7 @@ pub(crate) mod tests {
             created_unix_s: 1_760_000_000,
             device: Some(dev),
             mode: Mode::Hot,
+            backend: None,
             results: vec![
                 ok("v0-naive", "1M", 8.0),
                 bad,

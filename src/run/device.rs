@@ -2,6 +2,7 @@
 //! events and a captured graph, each freed on drop. Calls go through cudarc's thin `result`
 //! layer so kwb controls every flag (timing events, non-blocking streams) itself.
 
+use super::canary::GuardLayout;
 use cudarc::driver::result::{self, DriverError as CuError};
 use cudarc::driver::sys;
 use std::ffi::{c_void, CString};
@@ -33,17 +34,70 @@ pub fn is_sticky(e: &CuError) -> bool {
     )
 }
 
-/// Device memory, freed on drop.
+/// Device memory, freed on drop. A guarded buffer sits inside a larger allocation between two
+/// red zones filled with a canary (see [`super::canary`]); `ptr` is its first element either way.
 pub struct DevBuf {
     pub ptr: sys::CUdeviceptr,
     pub bytes: usize,
+    base: sys::CUdeviceptr,
+    guards: Option<GuardLayout>,
 }
 
 impl DevBuf {
     pub fn alloc(bytes: usize) -> Result<DevBuf, CuError> {
         // A zero-byte buffer still gets a distinct, valid pointer.
         let ptr = unsafe { result::malloc_sync(bytes.max(1)) }?;
-        Ok(DevBuf { ptr, bytes })
+        Ok(DevBuf {
+            ptr,
+            bytes,
+            base: ptr,
+            guards: None,
+        })
+    }
+
+    /// `bytes` of device memory between two red zones of at least `guard` bytes, each filled
+    /// with the canary. The data stays 256-byte aligned.
+    pub fn alloc_guarded(bytes: usize, guard: usize) -> Result<DevBuf, CuError> {
+        let layout = GuardLayout::new(bytes, guard);
+        let base = unsafe { result::malloc_sync(layout.total().max(1)) }?;
+        let buf = DevBuf {
+            ptr: base + layout.data_offset() as u64,
+            bytes,
+            base,
+            guards: Some(layout),
+        };
+        for (at, canary) in [
+            (0, layout.before_pattern()),
+            (layout.after_offset(), layout.after_pattern()),
+        ] {
+            if !canary.is_empty() {
+                unsafe { result::memcpy_htod_sync(buf.base + at as u64, &canary) }?;
+            }
+        }
+        Ok(buf)
+    }
+
+    /// The red zones' layout, for a guarded buffer.
+    pub fn guards(&self) -> Option<GuardLayout> {
+        self.guards
+    }
+
+    /// Reads both red zones back: (before, after); empty for an unguarded buffer.
+    pub fn read_guards(&self) -> Result<(Vec<u8>, Vec<u8>), CuError> {
+        let Some(layout) = self.guards else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let read = |at: usize, len: usize| {
+            let mut out = vec![0u8; len];
+            if len > 0 {
+                unsafe { result::memcpy_dtoh_sync(&mut out, self.base + at as u64) }?;
+            }
+            Ok(out)
+        };
+        Ok((
+            read(0, layout.data_offset())?,
+            read(layout.after_offset(), layout.after_len())?,
+        ))
     }
 
     pub fn upload(&self, data: &[u8]) -> Result<(), CuError> {
@@ -64,7 +118,7 @@ impl DevBuf {
 impl Drop for DevBuf {
     fn drop(&mut self) {
         unsafe {
-            let _ = result::free_sync(self.ptr);
+            let _ = result::free_sync(self.base);
         }
     }
 }

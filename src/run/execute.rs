@@ -3,12 +3,18 @@
 //! (the context is gone and the worker must exit); anything else is a recoverable failure.
 
 use super::bench::{benchmark, Timing};
-use super::check::{check, default_tolerance, CheckReport, Tolerance};
+use super::canary::Where;
+use super::check::check;
+use super::data::{
+    data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks, tolerance,
+    Data,
+};
 use super::device::{error_name, is_sticky, DevBuf, Stream};
-use super::inputs::{decode, generate, poison};
+use super::inputs::{decode, poison};
 use super::program::Loaded;
-use super::protocol::{BufferSpec, JobOutcome, Phase, Program, ReferenceSpec, Role, RunJob};
-use crate::expr::{eval_array, ArrayEnv, ArrayValue, Tensor};
+use super::protocol::{BufferSpec, JobOutcome, Phase, Program, ReferenceSpec, RunJob};
+use super::redzone;
+use crate::expr::Tensor;
 use crate::report::CheckSummary;
 use cudarc::driver::result::DriverError as CuError;
 use std::collections::HashMap;
@@ -52,69 +58,6 @@ pub struct Workbench {
     pub data: Option<Data>,
 }
 
-/// Host inputs (bytes as uploaded, values as the reference sees them) and the reference.
-pub struct Data {
-    key: u64,
-    inputs: HashMap<String, (Vec<u8>, Tensor)>,
-    reference: Option<Option<Vec<Tensor>>>,
-}
-
-/// What the inputs and reference depend on: the seed, the input buffers and the reference.
-fn data_key(job: &RunJob) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let inputs: Vec<&BufferSpec> = job
-        .buffers
-        .iter()
-        .filter(|b| b.role == Role::Input)
-        .collect();
-    let text = serde_json::to_string(&(
-        job.seed,
-        &inputs,
-        &job.reference,
-        job.buffers
-            .iter()
-            .filter(|b| b.role == Role::Output)
-            .collect::<Vec<_>>(),
-    ))
-    .unwrap_or_default();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
-}
-
-fn make_inputs(job: &RunJob, key: u64) -> Result<Data, ExecError> {
-    let mut inputs = HashMap::new();
-    for b in job.buffers.iter().filter(|b| b.role == Role::Input) {
-        // Each buffer's stream depends on its name, not its position, so versions agree.
-        let name_hash = b.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
-            (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
-        });
-        let h = generate(
-            b.dtype,
-            b.shape.iter().product(),
-            &b.init,
-            &b.shape,
-            job.seed ^ name_hash,
-        )
-        .map_err(|e| ExecError::Failed(format!("buffer `{}`: {e}", b.name)))?;
-        inputs.insert(
-            b.name.clone(),
-            (
-                h.bytes,
-                Tensor {
-                    shape: b.shape.clone(),
-                    data: h.values,
-                },
-            ),
-        );
-    }
-    Ok(Data {
-        key,
-        inputs,
-        reference: None,
-    })
-}
-
 pub fn run_job(
     wb: &mut Workbench,
     job: &RunJob,
@@ -143,13 +86,13 @@ pub fn run_job(
             progress.cpu_busy(true);
             let d = make_inputs(job, key);
             progress.cpu_busy(false);
-            d?
+            d.map_err(ExecError::Failed)?
         }
     };
     let mut device: HashMap<String, DevBuf> = HashMap::new();
     for b in &job.buffers {
         let elems: usize = b.shape.iter().product();
-        let buf = DevBuf::alloc(elems * b.dtype.size() as usize)?;
+        let buf = redzone::alloc(job, elems * b.dtype.size() as usize)?;
         if let Some((bytes, _)) = data.inputs.get(&b.name) {
             buf.upload(bytes)?;
         }
@@ -159,16 +102,12 @@ pub fn run_job(
     let refs: HashMap<String, &DevBuf> = device.iter().map(|(k, v)| (k.clone(), v)).collect();
     let mut program =
         Loaded::prepare(&job.program, &refs).map_err(|e| ExecError::Failed(e.to_string()))?;
-    let outputs: Vec<&BufferSpec> = job
-        .buffers
-        .iter()
-        .filter(|b| b.role == Role::Output)
-        .collect();
+    let outputs = output_specs(job);
 
     if job.bench.check {
         progress.phase(Phase::Checking);
         for b in &outputs {
-            device[&b.name].upload(&poison(b.dtype, b.shape.iter().product()))?;
+            device[&b.name].upload(&data.start_of(b))?;
         }
         settle()?;
         program.enqueue(&wb.stream)?;
@@ -177,12 +116,25 @@ pub fn run_job(
             .iter()
             .map(|b| device[&b.name].download())
             .collect::<Result<_, _>>()?;
+        // What the kernel must only read: the inputs (not outputs that start from their init).
+        let uploaded: HashMap<String, &[u8]> = (data.inputs.iter())
+            .filter(|(k, _)| {
+                job.buffers
+                    .iter()
+                    .any(|b| &b.name == *k && b.role == super::protocol::Role::Input)
+            })
+            .map(|(k, (bytes, _))| (k.clone(), bytes.as_slice()))
+            .collect();
+        let damage = redzone::inspect(&job.buffers, &device, &uploaded)?;
+        if damage.iter().any(|d| d.side == Where::Input) {
+            // A reference version must not run on inputs this version overwrote.
+            for (name, bytes) in &uploaded {
+                device[name].upload(bytes)?;
+            }
+            settle()?;
+        }
         if data.reference.is_none() {
-            let host: HashMap<&str, &Tensor> = data
-                .inputs
-                .iter()
-                .map(|(k, (_, t))| (k.as_str(), t))
-                .collect();
+            let host = data.tensors();
             data.reference = Some(reference(wb, job, &outputs, &host, &device, progress)?);
         }
         if let Some(Some(expected)) = &data.reference {
@@ -195,6 +147,20 @@ pub fn run_job(
                 ));
             }
             outcome.check = Some(summarize_checks(&reports));
+        }
+        if let Some(why) = redzone::describe(&damage) {
+            // A stray write is the more specific cause: it goes first, any mismatch after it.
+            let check = outcome.check.get_or_insert(CheckSummary {
+                passed: false,
+                max_abs_error: 0.0,
+                rel_l2_error: 0.0,
+                failure: None,
+            });
+            check.failure = Some(match check.failure.take() {
+                Some(also) => format!("{why}; {also}"),
+                None => why,
+            });
+            check.passed = false;
         }
     }
     wb.data = Some(data);
@@ -222,7 +188,7 @@ fn settle() -> Result<(), CuError> {
 
 /// Says why a job does not fit in free device memory, with the figures.
 fn memory_shortfall(job: &RunJob) -> Result<Option<String>, CuError> {
-    let need: u64 = super::plan::device_bytes(job);
+    let need = super::plan::device_bytes(job).saturating_add(redzone::extra_bytes(job));
     let (free, total) = cudarc::driver::result::mem_get_info()?;
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     Ok((need > free as u64).then(|| {
@@ -235,39 +201,6 @@ fn memory_shortfall(job: &RunJob) -> Result<Option<String>, CuError> {
     }))
 }
 
-fn tolerance(job: &RunJob, b: &BufferSpec) -> Tolerance {
-    let d = default_tolerance(b.dtype);
-    Tolerance {
-        rtol: job.bench.rtol.unwrap_or(d.rtol),
-        atol: job.bench.atol.unwrap_or(d.atol),
-    }
-}
-
-struct Inputs<'a> {
-    tensors: &'a HashMap<&'a str, &'a Tensor>,
-    vars: &'a [(String, i64)],
-}
-
-impl ArrayEnv for Inputs<'_> {
-    fn var(&self, name: &str) -> Option<ArrayValue<'_>> {
-        if let Some(t) = self.tensors.get(name) {
-            return Some(ArrayValue::Tensor(t));
-        }
-        self.vars
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| ArrayValue::Scalar(*v as f64))
-    }
-
-    fn var_names(&self) -> Vec<String> {
-        self.tensors
-            .keys()
-            .map(|k| k.to_string())
-            .chain(self.vars.iter().map(|(n, _)| n.clone()))
-            .collect()
-    }
-}
-
 /// The expected outputs, in the order of `outputs`, or `None` when there is no reference.
 fn reference(
     wb: &Workbench,
@@ -277,63 +210,21 @@ fn reference(
     device: &HashMap<String, DevBuf>,
     progress: &mut dyn Progress,
 ) -> Result<Option<Vec<Tensor>>, ExecError> {
-    match &job.reference {
-        ReferenceSpec::None => Ok(None),
-        ReferenceSpec::Expr {
-            outputs: exprs,
-            vars,
-        } => {
-            progress.cpu_busy(true);
-            let env = Inputs {
-                tensors: host,
-                vars,
-            };
-            let mut out = Vec::new();
-            for b in outputs {
-                let (_, text) = exprs
-                    .iter()
-                    .find(|(n, _)| n == &b.name)
-                    .ok_or_else(|| ExecError::Failed(format!("no reference for `{}`", b.name)))?;
-                let expr = crate::expr::parse(text).map_err(|e| {
-                    ExecError::Failed(format!(
-                        "reference for `{}`: {}",
-                        b.name,
-                        crate::expr::render_errors(text, &e)
-                    ))
-                })?;
-                let t = eval_array(&expr, &env).map_err(|e| {
-                    ExecError::Failed(format!(
-                        "reference for `{}`: {}",
-                        b.name,
-                        crate::expr::render_error(text, &e)
-                    ))
-                })?;
-                out.push(t);
-            }
-            progress.cpu_busy(false);
-            Ok(Some(out))
-        }
-        ReferenceSpec::Version { name, program } => Ok(Some(run_reference_version(
-            wb, name, program, outputs, device,
-        )?)),
-        ReferenceSpec::Npy { outputs: files } => {
-            let mut out = Vec::new();
-            for b in outputs {
-                let (_, path) = files.iter().find(|(n, _)| n == &b.name).ok_or_else(|| {
-                    ExecError::Failed(format!("no reference file for `{}`", b.name))
-                })?;
-                let (shape, data) = super::npy::read_f64(std::path::Path::new(path))
-                    .map_err(|e| ExecError::Failed(e.to_string()))?;
-                out.push(Tensor { shape, data });
-            }
-            Ok(Some(out))
-        }
+    if let ReferenceSpec::Version { name, program } = &job.reference {
+        return Ok(Some(run_reference_version(
+            wb, job, name, program, outputs, device,
+        )?));
     }
+    progress.cpu_busy(true);
+    let r = host_reference(job, outputs, host);
+    progress.cpu_busy(false);
+    r.unwrap_or(Ok(None)).map_err(ExecError::Failed)
 }
 
 /// Runs the reference version on the same inputs into outputs of its own.
 fn run_reference_version(
     wb: &Workbench,
+    job: &RunJob,
     name: &str,
     program: &Program,
     outputs: &[&BufferSpec],
@@ -341,7 +232,7 @@ fn run_reference_version(
 ) -> Result<Vec<Tensor>, ExecError> {
     let mut own: HashMap<String, DevBuf> = HashMap::new();
     for b in outputs {
-        let buf = DevBuf::alloc(device[&b.name].bytes)?;
+        let buf = redzone::alloc(job, device[&b.name].bytes)?;
         buf.upload(&poison(b.dtype, b.shape.iter().product()))?;
         own.insert(b.name.clone(), buf);
     }
@@ -354,6 +245,13 @@ fn run_reference_version(
         .map_err(|e| ExecError::Failed(format!("reference version {name}: {e}")))?;
     p.enqueue(&wb.stream)?;
     wb.stream.sync()?;
+    let specs: Vec<BufferSpec> = outputs.iter().map(|b| (*b).clone()).collect();
+    let damage = redzone::inspect(&specs, &own, &HashMap::new())?;
+    if let Some(why) = redzone::describe(&damage) {
+        return Err(ExecError::Failed(format!(
+            "reference version {name}: {why}"
+        )));
+    }
     outputs
         .iter()
         .map(|b| {
@@ -364,29 +262,4 @@ fn run_reference_version(
             })
         })
         .collect()
-}
-
-fn summarize_checks(reports: &[(String, CheckReport)]) -> CheckSummary {
-    let passed = reports.iter().all(|(_, r)| r.passed);
-    let failure = reports.iter().find_map(|(n, r)| {
-        r.failure.as_ref().map(|f| {
-            if reports.len() > 1 {
-                format!("{n}: {f}")
-            } else {
-                f.clone()
-            }
-        })
-    });
-    CheckSummary {
-        passed,
-        max_abs_error: reports
-            .iter()
-            .map(|(_, r)| r.max_abs_error)
-            .fold(0.0, f64::max),
-        rel_l2_error: reports
-            .iter()
-            .map(|(_, r)| r.rel_l2_error)
-            .fold(0.0, f64::max),
-        failure,
-    }
 }

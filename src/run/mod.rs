@@ -1,11 +1,15 @@
 //! The GPU side of kwb. The supervisor side plans jobs (`plan`, `params`) and drives an
 //! isolated worker process (`supervisor`, `protocol`); the worker (`worker`, `execute`,
 //! `program`, `bench`, `device`) owns the GPU, makes inputs (`inputs`, `npy`), checks outputs
-//! (`check`) and times runs (`stats`). Everything that can fault on a GPU lives in the worker,
-//! behind checks that turn a missing driver into an error, not a panic.
+//! (`check`; `redzone` and `canary` for stray writes) and times runs (`stats`). Everything that
+//! can fault on a GPU lives in the worker, behind checks that turn a missing driver into an
+//! error, not a panic.
 
 pub mod bench;
+pub mod canary;
 pub mod check;
+pub mod cpu;
+pub mod data;
 pub mod device;
 pub mod execute;
 pub mod gpu;
@@ -16,6 +20,8 @@ pub mod peak;
 pub mod plan;
 pub mod program;
 pub mod protocol;
+pub mod redzone;
 pub mod stats;
 pub mod supervisor;
 pub mod worker;
+pub mod worker_command;

@@ -82,6 +82,8 @@ pub enum VersionProblem {
     },
     #[error("reference version `{name}`: {message}")]
     Reference { name: String, message: String },
+    #[error("cannot evaluate its constexprs or num_warps: {0}")]
+    Vars(String),
     #[error("its reference cannot be planned: {0}")]
     ReferencePlan(Box<PlanError>),
 }
@@ -218,7 +220,9 @@ fn version_error(version: &Version, size: &ProblemSize, problem: VersionProblem)
     let field = match &problem {
         VersionProblem::Formula { field, .. } => field.to_string(),
         VersionProblem::Reference { .. } | VersionProblem::ReferencePlan(_) => "reference".into(),
-        VersionProblem::NotCompiled | VersionProblem::Buffer { .. } => version.field.clone(),
+        VersionProblem::NotCompiled | VersionProblem::Buffer { .. } | VersionProblem::Vars(_) => {
+            version.field.clone()
+        }
     };
     PlanError::Version {
         version: version.name.clone(),
@@ -238,7 +242,10 @@ fn plan_program(
     if !compiled.ok {
         return Err(version_error(version, size, VersionProblem::NotCompiled));
     }
-    let env = SizeEnv::vars(&size.vars);
+    let vars = version
+        .vars_at(size)
+        .map_err(|message| version_error(version, size, VersionProblem::Vars(message)))?;
+    let env = SizeEnv::vars(&vars);
     // Each distinct entry's parameter list, read from the PTX once.
     let params: Vec<(&str, Result<Vec<Param>, ParamError>)> = (version.entries().into_iter())
         .map(|e| (e, entry_params(&compiled.ptx, e)))
@@ -295,6 +302,7 @@ fn buffer_specs(version: &Version, size: &ProblemSize) -> Result<Vec<BufferSpec>
                 shape,
                 init: b.init.clone(),
                 role,
+                initialized: role == Role::Output && b.init_given,
             })
         })
         .collect()

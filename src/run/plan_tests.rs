@@ -54,6 +54,7 @@ pub(super) fn opts() -> PlanOptions {
             watchdog_ms: 1000,
             rtol: None,
             atol: None,
+            guard_bytes: None,
         },
     }
 }

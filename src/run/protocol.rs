@@ -170,6 +170,10 @@ pub struct BufferSpec {
     pub shape: Vec<usize>,
     pub init: Init,
     pub role: Role,
+    /// An output that starts from its `init` values instead of the NaN poison (the workspace
+    /// gave it an explicit `init`); unwritten-element detection does not apply to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub initialized: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +215,11 @@ pub struct BenchSpec {
     pub watchdog_ms: u64,
     pub rtol: Option<f64>,
     pub atol: Option<f64>,
+    /// Bytes of red zone before and after every buffer (rounded up to 256); `None` means
+    /// [`crate::run::canary::DEFAULT_GUARD_BYTES`], 0 turns red zones off. Absent from older
+    /// supervisors' jobs, so the protocol number is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_bytes: Option<u64>,
 }
 
 /// What happened to one job.

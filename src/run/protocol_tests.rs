@@ -33,6 +33,7 @@ fn job() -> RunJob {
                 high: 1.0,
             },
             role: Role::Input,
+            initialized: false,
         }],
         reference: ReferenceSpec::Expr {
             outputs: vec![("c".into(), "a + b".into())],
@@ -48,6 +49,7 @@ fn job() -> RunJob {
             watchdog_ms: 10_000,
             rtol: None,
             atol: Some(1e-3),
+            guard_bytes: Some(4096),
         },
     }
 }
@@ -92,6 +94,21 @@ fn every_message_round_trips() {
         stop: None,
         error: None,
     })));
+}
+
+#[test]
+fn a_job_from_an_older_supervisor_has_no_guard_field_and_still_decodes() {
+    let mut old = serde_json::to_value(Request::Run(Box::new(job()))).unwrap();
+    let bench = old["bench"].as_object_mut().unwrap();
+    assert_eq!(bench.remove("guard_bytes"), Some(serde_json::json!(4096)));
+    let Request::Run(back) = serde_json::from_value(old).unwrap() else {
+        panic!("not a run request");
+    };
+    assert_eq!(back.bench.guard_bytes, None);
+    let mut default = job();
+    default.bench.guard_bytes = None;
+    let text = serde_json::to_string(&Request::Run(Box::new(default))).unwrap();
+    assert!(!text.contains("guard_bytes"), "{text}");
 }
 
 #[test]

@@ -7,8 +7,9 @@
 //!
 //! Per worker, one thread decodes stdout frames into a channel (the watchdog is a plain
 //! `recv_timeout`), one writes requests to stdin (a worker that stops reading cannot block kwb),
-//! one keeps the end of stderr for crash messages. The worker stays in kwb's process group, so
-//! a Ctrl-C at the terminal reaches it too, even if kwb gets no chance to clean up.
+//! one keeps the end of stderr for crash messages. The worker runs in a process group of its
+//! own, so that killing it also kills whatever a `--worker-cmd` started (`sh -c "ssh ..."`); if
+//! kwb dies without cleaning up, the worker sees its stdin close and exits.
 
 use crate::report::DeviceInfo;
 use crate::run::protocol::{
@@ -16,7 +17,6 @@ use crate::run::protocol::{
 };
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, BufWriter, Read};
-use std::path::PathBuf;
 use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
@@ -32,30 +32,7 @@ const STDERR_GRACE: Duration = Duration::from_millis(200);
 const STDERR_LINES: usize = 50;
 const STDERR_LINE_BYTES: usize = 1000;
 
-/// How to start a worker: by default this executable with the `worker` argument; tests and a
-/// future remote backend (`ssh gpu-host kwb worker`) give another command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerCommand {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-}
-
-impl WorkerCommand {
-    /// `<this executable> worker`.
-    pub fn current_exe() -> io::Result<Self> {
-        Ok(Self::new(std::env::current_exe()?, ["worker"]))
-    }
-
-    pub fn new(
-        program: impl Into<PathBuf>,
-        args: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        Self {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-        }
-    }
-}
+pub use super::worker_command::WorkerCommand;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
@@ -67,6 +44,14 @@ pub enum SupervisorError {
     },
     #[error("the worker `{program}` did not complete the handshake: {reason}")]
     Handshake { program: String, reason: String },
+    /// The worker is another kwb (another version, or another protocol).
+    #[error("the worker `{program}` runs {theirs}, but this is kwb {ours}; {hint}")]
+    Version {
+        program: String,
+        ours: String,
+        theirs: String,
+        hint: String,
+    },
     /// The worker answered, but not in this kwb's protocol (a version mismatch, say).
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
@@ -187,6 +172,26 @@ impl Supervisor {
         }
     }
 
+    /// Whether a worker is up: false after a lost worker could not be restarted (a dropped
+    /// connection to a remote host, say), until [`Supervisor::reconnect`] or the next job.
+    pub fn connected(&self) -> bool {
+        self.worker.is_some()
+    }
+
+    /// Starts a worker if none is up; the error says why none could be.
+    pub fn reconnect(&mut self) -> Result<(), SupervisorError> {
+        if self.worker.is_none() {
+            self.worker = Some(Worker::start(&self.cmd)?);
+            self.restarts += 1;
+        }
+        Ok(())
+    }
+
+    /// The worker command, for messages.
+    pub fn command(&self) -> &WorkerCommand {
+        &self.cmd
+    }
+
     /// How many workers were started to replace lost ones.
     pub fn restarts(&self) -> u32 {
         self.restarts
@@ -285,16 +290,20 @@ struct Worker {
     replies: Receiver<Result<Reply, ProtocolError>>,
     /// The last lines of stderr, sent when it reaches its end.
     stderr: Receiver<VecDeque<String>>,
+    /// Set for `ssh HOST kwb worker`, whose exit status 255 is ssh's own failure.
+    host: Option<String>,
 }
 
 impl Worker {
     fn start(cmd: &WorkerCommand) -> Result<Worker, SupervisorError> {
         let spawn_error = |source| SupervisorError::Spawn {
-            program: cmd.program.display().to_string(),
+            program: cmd.label(),
             source,
         };
+        use std::os::unix::process::CommandExt;
         let mut child = Command::new(&cmd.program)
             .args(&cmd.args)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -308,6 +317,7 @@ impl Worker {
             requests: request_tx,
             replies: reply_rx,
             stderr: keep_stderr(pipes.2),
+            host: cmd.host.clone(),
         };
         let (Some(stdin), Some(stdout), _) = pipes else {
             return Err(spawn_error(io::Error::other("its pipes were not set up")));
@@ -347,14 +357,22 @@ impl Worker {
         })
         .map_err(spawn_error)?;
         let failed = |reason| SupervisorError::Handshake {
-            program: cmd.program.display().to_string(),
+            program: cmd.label(),
             reason,
         };
+        let other = |theirs: String| SupervisorError::Version {
+            program: cmd.label(),
+            ours: env!("CARGO_PKG_VERSION").into(),
+            theirs,
+            hint: cmd.install_hint(),
+        };
         match hello_rx.recv_timeout(HELLO_TIMEOUT) {
-            Ok(Ok(_kwb_version)) => Ok(worker),
-            Ok(Err(
-                e @ (ProtocolError::VersionMismatch { .. } | ProtocolError::Unexpected { .. }),
-            )) => Err(e.into()),
+            Ok(Ok(v)) if v == env!("CARGO_PKG_VERSION") => Ok(worker),
+            Ok(Ok(theirs)) => Err(other(format!("kwb {theirs}"))),
+            Ok(Err(ProtocolError::VersionMismatch { theirs, .. })) => {
+                Err(other(format!("a kwb that speaks protocol {theirs}")))
+            }
+            Ok(Err(e @ ProtocolError::Unexpected { .. })) => Err(e.into()),
             Ok(Err(e)) => Err(failed(worker.post_mortem(Loss::Stream(e)))),
             Err(_) => {
                 let (secs, what) = (HELLO_TIMEOUT.as_secs(), worker.post_mortem(Loss::Silent));
@@ -390,15 +408,19 @@ impl Worker {
             (Loss::Fault(error), _) => return error,
             (Loss::Silent | Loss::Cancelled, _) => String::new(),
             (Loss::Stream(e @ Truncated { .. }), Some(s)) => {
-                format!("{} in the middle of a reply ({e})", describe(s))
+                format!("{} in the middle of a reply ({e})", self.describe(s))
             }
-            (Loss::Stream(_), Some(s)) => describe(s),
+            (Loss::Stream(_), Some(s)) => self.describe(s),
             (Loss::Stream(e), None) => format!("{e}; the worker was stopped"),
         };
         what + &self.stderr_tail()
     }
 
     fn kill(&mut self) {
+        if let Ok(group) = i32::try_from(self.child.id()) {
+            // SAFETY: a signal to the process group this worker leads (see `start`).
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -462,6 +484,17 @@ fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
             Ok(Some(status)) => return Some(status),
             Ok(None) if Instant::now() < end => thread::sleep(Duration::from_millis(5)),
             _ => return None,
+        }
+    }
+}
+
+impl Worker {
+    fn describe(&self, status: ExitStatus) -> String {
+        match (&self.host, status.code()) {
+            (Some(host), Some(255)) => {
+                format!("the ssh connection to {host} failed or was lost (ssh exited with 255)")
+            }
+            _ => describe(status),
         }
     }
 }

@@ -18,9 +18,9 @@ def wr(m):
     sys.stdout.buffer.write(struct.pack('<I', len(b)) + b)
     sys.stdout.buffer.flush()
 def done(i): wr({'type': 'done', 'id': i, 'check': None, 'timing': None, 'stop': None, 'error': None})
-def serve(protocol=int(sys.argv[1])):
+def serve(protocol=int(sys.argv[1]), version=sys.argv[2]):
     rd()
-    wr({'type': 'hello', 'protocol': protocol, 'kwb_version': 'fake-0.0'})
+    wr({'type': 'hello', 'protocol': protocol, 'kwb_version': version})
     while True:
         m = rd()
         if m['type'] == 'shutdown': sys.exit(0)
@@ -31,7 +31,11 @@ def serve(protocol=int(sys.argv[1])):
 /// A worker running `body` (which defines `on_run` and ends by calling `serve()`).
 fn worker(body: &str) -> WorkerCommand {
     let script = format!("{PRELUDE}\n{body}\n");
-    WorkerCommand::new("python3", ["-c".to_string(), script, PROTOCOL.to_string()])
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    WorkerCommand::new(
+        "python3",
+        ["-c".to_string(), script, PROTOCOL.to_string(), version],
+    )
 }
 
 fn start(body: &str) -> Supervisor {
@@ -59,6 +63,7 @@ fn job(id: u64, watchdog_ms: u64) -> RunJob {
             watchdog_ms,
             rtol: None,
             atol: None,
+            guard_bytes: None,
         },
     }
 }
@@ -221,13 +226,68 @@ fn a_protocol_mismatch_fails_the_start_naming_both_versions() {
     let Err(e) = Supervisor::start(worker(&format!("serve({theirs})"))) else {
         panic!("a worker of another protocol was accepted");
     };
-    assert!(matches!(
-        e,
-        SupervisorError::Protocol(ProtocolError::VersionMismatch { .. })
-    ));
+    assert!(matches!(e, SupervisorError::Version { .. }));
     let message = e.to_string();
-    assert!(message.contains(&format!("protocol {theirs}")), "{message}");
-    assert!(message.contains(&format!("speaks {PROTOCOL}")), "{message}");
+    let ours = env!("CARGO_PKG_VERSION");
+    let want = format!("runs a kwb that speaks protocol {theirs}, but this is kwb {ours}");
+    assert!(message.contains(&want), "{message}");
+}
+
+#[test]
+fn a_worker_of_another_kwb_version_is_refused_saying_how_to_install_one() {
+    let mut cmd = worker("serve(version='0.0.1')");
+    cmd.host = Some("gpu-box".into());
+    let Err(e) = Supervisor::start(cmd) else {
+        panic!("a worker of another kwb version was accepted");
+    };
+    let message = e.to_string();
+    let ours = env!("CARGO_PKG_VERSION");
+    for want in [
+        format!("runs kwb 0.0.1, but this is kwb {ours}"),
+        format!("install kwb {ours} on gpu-box"),
+        "`cargo install --path .`".to_string(),
+        "into a folder on gpu-box's PATH".to_string(),
+    ] {
+        assert!(message.contains(&want), "{want:?} not in: {message}");
+    }
+}
+
+#[test]
+fn worker_commands_for_a_shell_line_and_a_remote_host() {
+    let sh = WorkerCommand::shell("ssh -p 2222 box kwb worker");
+    assert_eq!((sh.program.to_str(), sh.args.len()), (Some("sh"), 2));
+    assert_eq!(sh.label(), "ssh -p 2222 box kwb worker");
+    let ssh = WorkerCommand::ssh("me@gpu-box");
+    assert_eq!(ssh.program.to_str(), Some("ssh"));
+    assert_eq!(
+        ssh.args[ssh.args.len() - 3..],
+        ["me@gpu-box", "kwb", "worker"]
+    );
+    assert!(ssh.args.contains(&"BatchMode=yes".to_string()));
+    assert_eq!(ssh.label(), "ssh me@gpu-box kwb worker");
+    assert_eq!(ssh.host.as_deref(), Some("me@gpu-box"));
+}
+
+#[test]
+fn an_ssh_exit_255_reads_as_a_lost_connection() {
+    let mut cmd = worker(
+        r#"
+def on_run(i):
+    sys.stderr.write('Connection to gpu-box closed by remote host.\n')
+    sys.exit(255)
+serve()
+"#,
+    );
+    cmd.host = Some("gpu-box".into());
+    let mut sup = Supervisor::start(cmd).unwrap();
+    match run(&mut sup, &job(1, 5_000)).0 {
+        JobResult::Crashed { error } => {
+            let want = "the ssh connection to gpu-box failed or was lost (ssh exited with 255)";
+            assert!(error.starts_with(want), "{error}");
+            assert!(error.contains("closed by remote host"), "{error}");
+        }
+        other => panic!("expected a crash, got {other:?}"),
+    }
 }
 
 #[test]
@@ -322,16 +382,29 @@ serve()
         }
         other => panic!("expected a crash, got {other:?}"),
     }
+    assert!(!sup.connected());
     match run(&mut sup, &job(2, 5_000)).0 {
         JobResult::Failed { message } => assert!(message.contains("status 5"), "{message}"),
         other => panic!("expected a failure to start, got {other:?}"),
     }
+    let e = sup.reconnect().unwrap_err();
+    assert!(e.to_string().contains("status 5"), "{e}");
+    assert!(!sup.connected());
     std::fs::remove_file(&marker).unwrap();
     match run(&mut sup, &job(3, 5_000)).0 {
         JobResult::Crashed { error } => assert!(error.contains("LAUNCH_FAILED"), "{error}"),
         other => panic!("expected the new worker to run (and fault), got {other:?}"),
     }
     assert_eq!(sup.restarts(), 1);
+    // The marker is back, so no worker is up; reconnecting once it is gone brings one up.
+    assert!(!sup.connected());
+    std::fs::remove_file(&marker).unwrap();
+    sup.reconnect().unwrap();
+    assert!(sup.connected() && sup.restarts() == 2);
+    match run(&mut sup, &job(4, 5_000)).0 {
+        JobResult::Crashed { error } => assert!(error.contains("LAUNCH_FAILED"), "{error}"),
+        other => panic!("expected the reconnected worker to run (and fault), got {other:?}"),
+    }
 }
 
 #[test]

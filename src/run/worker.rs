@@ -1,5 +1,7 @@
 //! `kwb worker`: the process that owns the GPU. It reads requests from stdin and writes replies
 //! to stdout (see docs/worker-protocol.md); a kernel that faults takes only this process down.
+//! It may run on another machine (`ssh HOST kwb worker`): when its input closes, it exits even
+//! from a hung kernel, so a dropped connection leaves nothing holding the GPU.
 
 use super::bench::measure_copy_peak;
 use super::device::{error_name, DevBuf, Stream};
@@ -28,8 +30,32 @@ struct Open {
     info: DeviceInfo,
 }
 
+/// How long a worker whose input closed mid-job waits before it exits anyway.
+const ORPHAN_GRACE: Duration = Duration::from_secs(1);
+
+/// For tests of the version check: `kwb worker` says it is this version instead of its own.
+pub const FAKE_VERSION_VAR: &str = "KWB_WORKER_FAKE_VERSION";
+
+/// Reads requests on a thread of its own. When the input closes (the supervisor is gone: it
+/// exited, or the ssh connection to it dropped) the worker must not outlive it, even if it is
+/// stuck in a hung kernel: after a short grace, the process exits.
+fn read_requests(
+    mut input: impl std::io::Read + Send + 'static,
+) -> std::sync::mpsc::Receiver<Result<Request, ProtocolError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || loop {
+        let frame = read_frame(&mut input);
+        let end = frame.is_err();
+        if tx.send(frame).is_err() || end {
+            std::thread::sleep(ORPHAN_GRACE);
+            std::process::exit(0);
+        }
+    });
+    rx
+}
+
 /// Serves requests until shutdown or end of input; returns the process exit code.
-pub fn serve(mut input: impl std::io::Read, output: Box<dyn Write + Send>) -> i32 {
+pub fn serve(input: impl std::io::Read + Send + 'static, output: Box<dyn Write + Send>) -> i32 {
     let out: Out = Arc::new(Mutex::new(output));
     // Heartbeats while the worker is busy on the CPU (inputs, references), never while it
     // waits on the GPU: a hung kernel must go quiet so the supervisor's watchdog fires.
@@ -53,11 +79,12 @@ pub fn serve(mut input: impl std::io::Read, output: Box<dyn Write + Send>) -> i3
         });
     }
     let mut open: Option<Open> = None;
+    let requests = read_requests(input);
     loop {
-        let req: Request = match read_frame(&mut input) {
-            Ok(r) => r,
-            Err(ProtocolError::Closed) => return 0,
-            Err(e) => {
+        let req: Request = match requests.recv() {
+            Ok(Ok(r)) => r,
+            Ok(Err(ProtocolError::Closed)) | Err(_) => return 0,
+            Ok(Err(e)) => {
                 eprintln!("kwb worker: {e}");
                 return 2;
             }
@@ -65,7 +92,8 @@ pub fn serve(mut input: impl std::io::Read, output: Box<dyn Write + Send>) -> i3
         let reply = match req {
             Request::Hello { .. } => Reply::Hello {
                 protocol: PROTOCOL,
-                kwb_version: env!("CARGO_PKG_VERSION").into(),
+                kwb_version: std::env::var(FAKE_VERSION_VAR)
+                    .unwrap_or_else(|_| env!("CARGO_PKG_VERSION").into()),
             },
             Request::Shutdown => return 0,
             Request::Device { ordinal } => match ensure_open(&mut open, ordinal as usize) {

@@ -25,6 +25,8 @@ pub struct CompileDone {
     pub result: Arc<CompiledVersion>,
     pub ptx_lines: Arc<Vec<Line<'static>>>,
     pub sass: Option<Arc<Vec<Line<'static>>>>,
+    /// Tile versions: the generated CUDA, highlighted.
+    pub cuda_lines: Arc<Vec<Line<'static>>>,
     /// For source ↔ PTX correlation: per PTX line, the source line it came from (1-based).
     pub ptx_source_lines: Arc<Vec<Option<u32>>>,
 }
@@ -36,6 +38,8 @@ pub enum RunEvent {
     Finished {
         result: Box<RunResult>,
         samples: Vec<f64>,
+        /// The last size of this run: the version is done once it is in.
+        last: bool,
     },
 }
 
@@ -57,6 +61,8 @@ pub enum Action {
     ToggleMark,
     NextSize,
     CycleTheme,
+    /// Start the GPU worker again after its connection dropped (or it could not start).
+    Reconnect,
     /// Doubles (`+1`) or halves (`-1`) the what-if block size.
     WhatIfBlock(i32),
     /// Adds or removes 4 KiB of what-if dynamic shared memory.
@@ -98,6 +104,8 @@ pub enum Effect {
     Rehighlight,
     /// Compile for another arch from now on (the GPU's).
     Retarget(crate::compile::Arch),
+    /// Ask the GPU thread to start its worker again.
+    Reconnect,
 }
 
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
@@ -161,6 +169,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 app.size = (app.size + 1) % app.workspace.sizes.len();
             }
         }
+        Action::Reconnect => effects.push(Effect::Reconnect),
         Action::CycleTheme => {
             app.theme = app.theme.wrapping_add(1);
             effects.push(Effect::Rehighlight);
@@ -202,7 +211,6 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 GpuState::Present(d) => crate::compile::Arch::parse(&d.arch).ok(),
                 _ => None,
             };
-            let now_present = matches!(g, GpuState::Present(_));
             app.gpu = g;
             if let Some(arch) = device_arch.filter(|a| *a != app.arch) {
                 // A CUBIN runs only on its own arch: recompile everything for the GPU's.
@@ -213,8 +221,9 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 app.arch = arch;
                 effects.push(Effect::Retarget(arch));
                 recompile_all(app, &mut effects);
-            } else if now_present {
-                // Versions compiled before the GPU answered get their runs now.
+            } else {
+                // Versions compiled before the GPU answered get their runs now (on the CPU
+                // when there is none).
                 for (index, v) in app.versions.iter_mut().enumerate() {
                     if v.status == VersionStatus::Done && v.compiled.is_some() {
                         v.status = VersionStatus::Checking;
@@ -373,7 +382,9 @@ fn recompile_all(app: &mut App, effects: &mut Vec<Effect>) {
 }
 
 fn compiled(app: &mut App, done: CompileDone, effects: &mut Vec<Effect>) {
-    let gpu = matches!(app.gpu, GpuState::Present(_));
+    // Runs go to the GPU, or with none to the CPU (emulator, tile interpreter); while the GPU
+    // is still being looked for, they wait for its answer.
+    let gpu = !matches!(app.gpu, GpuState::Probing);
     let Some(v) = app.versions.get_mut(done.index) else {
         return;
     };
@@ -387,6 +398,7 @@ fn compiled(app: &mut App, done: CompileDone, effects: &mut Vec<Effect>) {
         v.compiled = Some(done.result);
         v.ptx_lines = done.ptx_lines;
         v.sass = done.sass;
+        v.cuda_lines = done.cuda_lines;
         v.ptx_source_lines = done.ptx_source_lines;
         v.shown_generation = done.generation;
         if gpu {
@@ -419,7 +431,11 @@ fn run_event(app: &mut App, index: usize, generation: u64, size: usize, event: R
             v.status = VersionStatus::Checking
         }
         RunEvent::Phase(Phase::Benchmarking) => v.status = VersionStatus::Benchmarking,
-        RunEvent::Finished { result, samples } => {
+        RunEvent::Finished {
+            result,
+            samples,
+            last,
+        } => {
             v.status = match result.status {
                 Status::Ok | Status::Skipped => VersionStatus::Done,
                 Status::CheckFailed => VersionStatus::CheckFailed,
@@ -427,6 +443,19 @@ fn run_event(app: &mut App, index: usize, generation: u64, size: usize, event: R
                 Status::Timeout => VersionStatus::Timeout,
                 Status::CompileError | Status::Error => VersionStatus::CheckFailed,
             };
+            // What the emulator found, where the diagnostics panel can jump to its line.
+            for f in &result.findings {
+                let mut d = Diagnostic::error(format!("{} (emulated): {}", f.kind, f.message));
+                if let Some(file) = &f.file {
+                    d = d.in_file(file.clone());
+                    if let Some(line) = f.line {
+                        d = d.at(line, None);
+                    }
+                }
+                if !v.diagnostics.contains(&d) {
+                    v.diagnostics.push(d);
+                }
+            }
             if let Some(slot) = v.results.get_mut(size) {
                 *slot = Some(*result);
             }
@@ -434,7 +463,7 @@ fn run_event(app: &mut App, index: usize, generation: u64, size: usize, event: R
                 *slot = samples;
             }
             // Later sizes still to come: stay busy until the last one.
-            if v.status == VersionStatus::Done && size + 1 < v.results.len() {
+            if v.status == VersionStatus::Done && !last {
                 v.status = VersionStatus::Checking;
             }
         }

@@ -34,6 +34,10 @@ fn done(app: &App, generation: u64, ok: bool) -> Action {
         includes: Vec::new(),
         cached: false,
         millis: 1.0,
+        generated: None,
+        tile_kernels: Vec::new(),
+        sizes: Vec::new(),
+        variants: Vec::new(),
     };
     Action::Compiled(Box::new(CompileDone {
         index: 0,
@@ -48,6 +52,7 @@ fn done(app: &App, generation: u64, ok: bool) -> Action {
             Line::raw("d"),
         ]),
         sass: None,
+        cuda_lines: Arc::default(),
         ptx_source_lines: Arc::new(vec![None, Some(3), Some(3), Some(4)]),
     }))
 }
@@ -76,8 +81,15 @@ fn the_latest_save_wins_and_a_failed_compile_keeps_the_last_good_one() {
     assert_eq!(app.versions[0].status, VersionStatus::Compiling);
     assert!(app.versions[0].compiled.is_none());
     let a = done(&app, 2, true);
-    update(&mut app, a);
-    assert_eq!(app.versions[0].status, VersionStatus::Done);
+    // With no GPU, the new compile is checked on the CPU (emulator, tile interpreter).
+    assert_eq!(
+        update(&mut app, a),
+        vec![Effect::Run {
+            index: 0,
+            generation: 2
+        }]
+    );
+    assert_eq!(app.versions[0].status, VersionStatus::Checking);
     assert_eq!(app.versions[0].shown_generation, 2);
     // A broken save: its diagnostics show, the last good PTX stays (and is marked stale).
     app.versions[0].generation = 3;
@@ -187,4 +199,10 @@ fn a_gpu_of_another_arch_recompiles_everything_for_it() {
     );
     assert_eq!(app.arch, sm89);
     assert!(app.message.contains("sm_89"));
+}
+
+#[test]
+fn the_reconnect_key_asks_the_gpu_thread_to_reconnect() {
+    let mut app = app();
+    assert_eq!(update(&mut app, Action::Reconnect), vec![Effect::Reconnect]);
 }

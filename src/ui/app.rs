@@ -64,6 +64,10 @@ pub struct VersionView {
     pub ptx_lines: Arc<Vec<Line<'static>>>,
     /// The shown compile's SASS, when a disassembler is available.
     pub sass: Option<Arc<Vec<Line<'static>>>>,
+    /// Tile versions: the shown compile's generated CUDA, highlighted.
+    pub cuda_lines: Arc<Vec<Line<'static>>>,
+    /// What the version's file is written in.
+    pub kind: crate::workspace::SourceKind,
     /// Per line of the shown PTX, the source line (1-based) its `.loc` points at.
     pub ptx_source_lines: Arc<Vec<Option<u32>>>,
     /// The last successful compile.
@@ -93,10 +97,12 @@ pub enum Tab {
     Ptx,
     Sass,
     Compare,
+    /// The CUDA C++ kwb generated from a tile-language version.
+    Cuda,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 4] = [Tab::Source, Tab::Ptx, Tab::Sass, Tab::Compare];
+    pub const ALL: [Tab; 5] = [Tab::Source, Tab::Ptx, Tab::Sass, Tab::Compare, Tab::Cuda];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -104,6 +110,7 @@ impl Tab {
             Tab::Ptx => "PTX",
             Tab::Sass => "SASS",
             Tab::Compare => "Compare",
+            Tab::Cuda => "CUDA",
         }
     }
 }
@@ -215,6 +222,8 @@ impl App {
                 source_lines: Arc::default(),
                 ptx_lines: Arc::default(),
                 sass: None,
+                cuda_lines: Arc::default(),
+                kind: v.kind,
                 ptx_source_lines: Arc::default(),
                 compiled: None,
                 diagnostics: Vec::new(),

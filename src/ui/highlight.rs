@@ -27,6 +27,8 @@ pub enum Lang {
     Ptx,
     /// SASS, highlighted lightly with the PTX grammar (comments, guards, registers, numbers).
     Sass,
+    /// Tile-language sources (`.tile`, `.py`): Python's syntax, so Python's grammar.
+    Python,
     Plain,
 }
 
@@ -43,6 +45,7 @@ impl Lang {
             ) => Lang::Cuda,
             Some("ptx") => Lang::Ptx,
             Some("sass") => Lang::Sass,
+            Some("tile" | "py") => Lang::Python,
             _ => Lang::Plain,
         }
     }
@@ -134,6 +137,10 @@ impl Highlighter {
             Lang::Ptx | Lang::Sass => {
                 let set = self.ptx.as_ref()?;
                 set.find_syntax_by_name("PTX").map(|s| (set, s))
+            }
+            Lang::Python => {
+                let set = &self.defaults;
+                set.find_syntax_by_extension("py").map(|s| (set, s))
             }
             Lang::Plain => None,
         }

@@ -30,14 +30,15 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
     (
         "next_tab",
         &["tab"],
-        "Tab, Shift-Tab, 1-4",
-        "tabs: Source, PTX, SASS, Compare",
+        "Tab, Shift-Tab, 1-5",
+        "tabs: Source, PTX, SASS, Compare, CUDA (tile versions)",
     ),
     ("prev_tab", &["shift-tab"], "", ""),
     ("tab_source", &["1"], "", ""),
     ("tab_ptx", &["2"], "", ""),
     ("tab_sass", &["3"], "", ""),
     ("tab_compare", &["4"], "", ""),
+    ("tab_cuda", &["5"], "", ""),
     (
         "page_down",
         &["pagedown", "ctrl-d"],
@@ -83,6 +84,7 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
         "show the selected diagnostic's source line",
     ),
     ("theme", &["t"], "t", "next theme"),
+    ("reconnect", &["c"], "c", "reconnect a lost GPU worker"),
 ];
 
 fn action_named(name: &str) -> Option<Action> {
@@ -98,6 +100,7 @@ fn action_named(name: &str) -> Option<Action> {
         "tab_ptx" => Action::SelectTab(Tab::Ptx),
         "tab_sass" => Action::SelectTab(Tab::Sass),
         "tab_compare" => Action::SelectTab(Tab::Compare),
+        "tab_cuda" => Action::SelectTab(Tab::Cuda),
         "page_down" => Action::PageDown,
         "page_up" => Action::PageUp,
         "top" => Action::Top,
@@ -113,6 +116,7 @@ fn action_named(name: &str) -> Option<Action> {
         "what_if_reset" => Action::WhatIfReset,
         "diagnostic_source" => Action::ToggleDiagnosticSource,
         "theme" => Action::CycleTheme,
+        "reconnect" => Action::Reconnect,
         _ => return None,
     })
 }
@@ -310,6 +314,10 @@ mod tests {
         assert!(matches!(
             press(&map, KeyCode::Char('B'), KeyModifiers::SHIFT),
             Some(Action::WhatIfBlock(1))
+        ));
+        assert!(matches!(
+            press(&map, KeyCode::Char('c'), KeyModifiers::NONE),
+            Some(Action::Reconnect)
         ));
         assert!(press(&map, KeyCode::Char('z'), KeyModifiers::NONE).is_none());
         assert!(map

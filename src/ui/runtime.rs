@@ -8,7 +8,7 @@ use super::action::{update, Action, CompileDone, Effect, RunEvent};
 use super::app::{App, GpuState};
 use super::highlight::{Highlighter, Lang};
 use super::theme::Theme;
-use crate::compile::{Arch, Cache, Compiler};
+use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
 use crate::report::RunResult;
 use crate::run::plan::{plan_job, work, PlanOptions};
 use crate::run::protocol::{BenchMode, BenchSpec, RunJob};
@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 /// How `kwb watch` was asked to run.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
+    /// How to start the GPU worker (here, `--worker-cmd`, or `--remote HOST`).
+    pub worker: WorkerCommand,
     pub workspace: PathBuf,
     pub arch: Option<Arch>,
     pub theme: Option<String>,
@@ -50,6 +52,10 @@ pub struct Engine {
     in_flight: HashSet<usize>,
     pending: HashMap<usize, u64>,
     gpu: Option<Sender<GpuRequest>>,
+    /// To the GPU thread: the reconnect key was pressed.
+    reconnect: Option<Sender<()>>,
+    /// With no GPU: the thread that checks versions on the CPU, started on first use.
+    cpu: Option<Sender<GpuRequest>>,
 }
 
 impl Engine {
@@ -65,6 +71,8 @@ impl Engine {
             in_flight: HashSet::new(),
             pending: HashMap::new(),
             gpu: None,
+            reconnect: None,
+            cpu: None,
         }
     }
 
@@ -73,11 +81,13 @@ impl Engine {
     }
 
     /// Starts the GPU thread; it reports what it found as an `Action::Gpu`.
-    pub fn start_gpu(&mut self) {
+    pub fn start_gpu(&mut self, worker: WorkerCommand) {
         let (gtx, grx) = channel();
+        let (rtx, rrx) = channel();
         let tx = self.tx.clone();
-        std::thread::spawn(move || gpu_thread(grx, tx));
+        std::thread::spawn(move || gpu_thread(worker, grx, rrx, tx));
         self.gpu = Some(gtx);
+        self.reconnect = Some(rtx);
     }
 
     /// Applies an action and carries out its effects.
@@ -110,6 +120,11 @@ impl Engine {
                     .map(Box::new)
                     .map_err(|e| e.diagnostics);
                 self.apply(app, Action::WorkspaceReloaded(r));
+            }
+            Effect::Reconnect => {
+                if let Some(r) = &self.reconnect {
+                    let _ = r.send(());
+                }
             }
             Effect::Retarget(arch) => match Compiler::new(arch, Cache::default_location()) {
                 Ok(c) => self.compiler = Arc::new(c),
@@ -146,6 +161,9 @@ impl Engine {
             let source_lines =
                 Arc::new(hl.highlight(&source, Lang::for_path(&version.file), &code_theme, color));
             let ptx_lines = Arc::new(hl.highlight(&result.ptx, Lang::Ptx, &code_theme, color));
+            let cuda_lines = Arc::new(result.generated.as_deref().map_or_else(Vec::new, |g| {
+                hl.highlight(g, Lang::Cuda, &code_theme, color)
+            }));
             let map = super::linemap::LineMap::from_ptx(&result.ptx);
             let name = version
                 .file
@@ -178,14 +196,23 @@ impl Engine {
                 result: Arc::new(result),
                 ptx_lines,
                 sass,
+                cuda_lines,
                 ptx_source_lines,
             };
             let _ = tx.send(Msg::Action(Action::Compiled(Box::new(done))));
         });
     }
 
+    /// Plans a version's runs at every size its backend takes, and queues them: on the GPU
+    /// when there is one, else on the CPU (checks only, labelled emulated).
     fn request_run(&mut self, app: &mut App, index: usize, generation: u64) {
-        let Some(gpu) = &self.gpu else { return };
+        let on_gpu = matches!(app.gpu, GpuState::Present(_));
+        let queue = if on_gpu {
+            self.gpu.clone()
+        } else {
+            Some(self.cpu_queue())
+        };
+        let Some(queue) = queue else { return };
         let (Some(v), Some(view)) = (app.workspace.versions.get(index), app.versions.get(index))
         else {
             return;
@@ -205,15 +232,24 @@ impl Engine {
         };
         let opts = PlanOptions {
             seed: fresh_seed(),
-            bench: watch_bench(),
+            bench: watch_bench(on_gpu),
+        };
+        let sizes = if on_gpu {
+            app.workspace.gpu_sizes()
+        } else {
+            app.workspace.cpu_sizes()
         };
         let mut jobs = Vec::new();
-        for (size_index, size) in app.workspace.sizes.iter().enumerate() {
-            let r = reference.as_ref().map(|(x, c)| (x, c.as_ref()));
+        for size_index in sizes {
+            let size = &app.workspace.sizes[size_index];
+            let c = compiled.for_size(&size.name);
+            let r = reference
+                .as_ref()
+                .map(|(x, rc)| (x, rc.for_size(&size.name)));
             let planned = plan_job(
                 &app.workspace,
                 v,
-                &compiled,
+                c,
                 size,
                 app.arch.spec(),
                 r,
@@ -228,13 +264,17 @@ impl Engine {
                 bytes,
                 flops,
                 job: planned,
+                cpu: (!on_gpu).then(|| CpuJob {
+                    code: c.clone(),
+                    reference: r.map(|(_, rc)| rc.clone()),
+                }),
             });
         }
         let peak = match &app.gpu {
             GpuState::Present(d) => d.peak().0,
             _ => None,
         };
-        let _ = gpu.send(GpuRequest {
+        let _ = queue.send(GpuRequest {
             index,
             generation,
             version: v.name.clone(),
@@ -242,13 +282,26 @@ impl Engine {
             peak,
         });
     }
+
+    /// The CPU thread's queue, started on first use.
+    fn cpu_queue(&mut self) -> Sender<GpuRequest> {
+        self.cpu
+            .get_or_insert_with(|| {
+                let (ctx, crx) = channel();
+                let tx = self.tx.clone();
+                std::thread::spawn(move || super::cpu_runs::cpu_thread(crx, tx));
+                ctx
+            })
+            .clone()
+    }
 }
 
 /// Watch mode favours quick feedback over the last digit: a shorter time budget per size.
-fn watch_bench() -> BenchSpec {
+/// On the CPU there is nothing to time.
+fn watch_bench(gpu: bool) -> BenchSpec {
     BenchSpec {
         check: true,
-        benchmark: true,
+        benchmark: gpu,
         mode: BenchMode::Cold,
         warmup_ms: 25.0,
         stop: StopRule {
@@ -258,6 +311,7 @@ fn watch_bench() -> BenchSpec {
         watchdog_ms: 10_000,
         rtol: None,
         atol: None,
+        guard_bytes: None,
     }
 }
 
@@ -267,41 +321,61 @@ fn fresh_seed() -> u64 {
         .map_or(1, |d| d.as_nanos() as u64)
 }
 
-struct PlannedRun {
-    size: usize,
-    size_name: String,
-    bytes: Option<u64>,
-    flops: Option<u64>,
-    job: Result<RunJob, String>,
+#[derive(Clone)]
+pub(super) struct PlannedRun {
+    pub size: usize,
+    pub size_name: String,
+    pub bytes: Option<u64>,
+    pub flops: Option<u64>,
+    pub job: Result<RunJob, String>,
+    /// For a CPU run: the compiles whose code runs (the version's and its reference's).
+    pub cpu: Option<CpuJob>,
 }
 
-struct GpuRequest {
-    index: usize,
-    generation: u64,
-    version: String,
-    jobs: Vec<PlannedRun>,
-    peak: Option<f64>,
+#[derive(Clone)]
+pub(super) struct CpuJob {
+    pub code: CompiledVersion,
+    pub reference: Option<CompiledVersion>,
+}
+
+/// The runs of one version, for the GPU thread or the CPU thread.
+pub(super) struct GpuRequest {
+    pub index: usize,
+    pub generation: u64,
+    pub version: String,
+    pub jobs: Vec<PlannedRun>,
+    pub peak: Option<f64>,
 }
 
 /// Owns the supervisor. Requests queue up; before each job, newer requests for the same version
 /// replace older ones, so a superseded source is never benchmarked after a newer save arrives.
-fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
+/// When the worker is lost for good (a dropped connection to a remote one), the job in flight is
+/// marked, the rest wait, and the reconnect key (`reconnect`) resumes them.
+fn gpu_thread(
+    cmd: WorkerCommand,
+    rx: Receiver<GpuRequest>,
+    reconnect: Receiver<()>,
+    tx: Sender<Msg>,
+) {
     let send = |a: Action| tx.send(Msg::Action(a)).is_ok();
-    let mut sup = match WorkerCommand::current_exe()
-        .map_err(|e| e.to_string())
-        .and_then(|c| Supervisor::start(c).map_err(|e| e.to_string()))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            send(Action::Gpu(GpuState::Absent(e)));
-            return;
-        }
-    };
-    match sup.device(0) {
-        Ok(d) => send(Action::Gpu(GpuState::Present(d))),
-        Err(e) => {
-            send(Action::Gpu(GpuState::Absent(e.to_string())));
-            return;
+    let mut sup = loop {
+        let started = Supervisor::start(cmd.clone())
+            .and_then(|mut s| s.device(0).map(|d| (s, d)))
+            .map_err(|e| e.to_string());
+        match started {
+            Ok((s, d)) => {
+                send(Action::Gpu(GpuState::Present(d)));
+                break s;
+            }
+            Err(e) => {
+                send(Action::Gpu(GpuState::Absent(format!(
+                    "{e} (c tries again)"
+                ))));
+                if reconnect.recv().is_err() {
+                    return;
+                }
+                send(Action::Gpu(GpuState::Probing));
+            }
         }
     };
     let queue: RefCell<Vec<GpuRequest>> = RefCell::new(Vec::new());
@@ -326,7 +400,8 @@ fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
         }
         pull();
         let req = queue.borrow_mut().remove(0);
-        for p in &req.jobs {
+        let n = req.jobs.len();
+        for (k, p) in req.jobs.iter().enumerate() {
             // A newer save of this version arrived: drop the rest of this request.
             if superseded(req.index) {
                 break;
@@ -361,6 +436,14 @@ fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
                     crate::batch::fill_result(&mut result, outcome, req.peak);
                 }
             }
+            let lost = !sup.connected();
+            if lost {
+                let why = result.message.take().unwrap_or_default();
+                result.status = crate::report::Status::Crashed;
+                result.message = Some(format!(
+                    "connection to the worker lost: {why}\npress c to reconnect and resume"
+                ));
+            }
             if !send(Action::Run {
                 index: req.index,
                 generation: req.generation,
@@ -368,9 +451,57 @@ fn gpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
                 event: RunEvent::Finished {
                     result: Box::new(result),
                     samples,
+                    last: k + 1 == n,
                 },
             }) {
                 return;
+            }
+            if lost {
+                // This job and the rest of its request run again once reconnected, unless a
+                // newer save of the version comes first.
+                if !superseded(req.index) {
+                    let rest = GpuRequest {
+                        jobs: req.jobs[k..].to_vec(),
+                        version: req.version.clone(),
+                        ..req
+                    };
+                    queue.borrow_mut().insert(0, rest);
+                }
+                if !wait_reconnect(&mut sup, &reconnect, &send) {
+                    return;
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// Waits for the reconnect key, then tries, saying how it went; tries again on the next press.
+/// False when the UI is gone.
+fn wait_reconnect(
+    sup: &mut Supervisor,
+    keys: &Receiver<()>,
+    send: &dyn Fn(Action) -> bool,
+) -> bool {
+    let label = sup.command().label();
+    send(Action::Message(format!(
+        "the GPU worker `{label}` is gone; press c to reconnect"
+    )));
+    while keys.try_recv().is_ok() {} // presses from before the loss do not count
+    loop {
+        if keys.recv().is_err() {
+            return false;
+        }
+        send(Action::Message(format!("reconnecting to `{label}`...")));
+        match sup.reconnect() {
+            Ok(()) => {
+                send(Action::Message(format!("reconnected to `{label}`")));
+                return true;
+            }
+            Err(e) => {
+                send(Action::Message(format!(
+                    "cannot reconnect: {e}; press c to try again"
+                )));
             }
         }
     }
@@ -402,7 +533,7 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
     }
     let mut watcher = watch(&tx, &watched_files(&app))?;
     if opts.gpu {
-        engine.start_gpu();
+        engine.start_gpu(opts.worker.clone());
     } else {
         app.gpu = GpuState::Absent("disabled with --no-gpu".into());
     }

@@ -44,6 +44,9 @@ pub struct Workspace {
 pub struct ProblemSize {
     pub name: String,
     pub vars: Vec<(String, i64)>,
+    /// A small size meant for the CPU (`emulate: true`): `kwb batch --cpu` runs it by default,
+    /// GPU runs leave it out unless `--sizes` names it.
+    pub emulate: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +56,10 @@ pub struct Buffer {
     pub shape: Vec<Formula>,
     pub init: Init,
     pub output: bool,
+    /// The workspace gave `init` itself. An output with an explicit `init` starts from that
+    /// value instead of the NaN poison (for kernels that accumulate), so unwritten-element
+    /// detection does not apply to it.
+    pub init_given: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,12 +80,43 @@ pub struct Tolerance {
     pub atol: Option<f64>,
 }
 
+/// What language a version's file is in, from its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// CUDA C++, compiled by NVRTC as it is.
+    Cuda,
+    /// A `.tile` file of tile-language (Triton) kernels.
+    Tile,
+    /// A `.py` module whose `@triton.jit` functions are the kernels.
+    Python,
+}
+
+impl SourceKind {
+    pub fn of(path: &std::path::Path) -> SourceKind {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("tile") => SourceKind::Tile,
+            Some("py") => SourceKind::Python,
+            _ => SourceKind::Cuda,
+        }
+    }
+
+    /// Tile-language source (`.tile` or `.py`), compiled by kwb before NVRTC.
+    pub fn is_tile(self) -> bool {
+        self != SourceKind::Cuda
+    }
+}
+
 /// One version of the kernel: a source file and the launches that run it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Version {
     pub name: String,
     pub description: Option<String>,
     pub file: PathBuf,
+    pub kind: SourceKind,
+    /// Tile versions: warps per program (default 4); the block is `32 * num_warps`.
+    pub num_warps: Option<Formula>,
+    /// Tile versions: `tl.constexpr` values, expressions over the size variables.
+    pub constexprs: Vec<(String, Formula)>,
     /// NVRTC options, workspace-wide ones first.
     pub options: Vec<String>,
     /// `#define`s passed as `-D NAME=VALUE`, workspace-wide ones first.
@@ -103,6 +141,22 @@ impl Version {
             }
         }
         out
+    }
+
+    /// The variables launches see at `size`: the size variables, then (tile versions) each
+    /// constexpr with a whole-number value and `num_warps`.
+    pub fn vars_at(&self, size: &ProblemSize) -> Result<Vec<(String, i64)>, String> {
+        let mut vars = size.vars.clone();
+        let env_vars = size.vars.clone();
+        for (name, f) in &self.constexprs {
+            if let Ok(crate::expr::Scalar::Int(v)) = f.eval(&SizeEnv::vars(&env_vars)) {
+                vars.push((name.clone(), v));
+            }
+        }
+        if let Some(w) = &self.num_warps {
+            vars.push(("num_warps".into(), w.eval_int(&SizeEnv::vars(&vars))?));
+        }
+        Ok(vars)
     }
 
     /// A buffer or scratch buffer by name.
@@ -133,6 +187,29 @@ pub enum Arg {
 }
 
 impl Workspace {
+    /// The sizes a CPU run takes by default: those marked `emulate: true`, else the smallest
+    /// (by the product of its variables). Indices into `sizes`.
+    pub fn cpu_sizes(&self) -> Vec<usize> {
+        let marked: Vec<usize> = (0..self.sizes.len())
+            .filter(|&i| self.sizes[i].emulate)
+            .collect();
+        if !marked.is_empty() {
+            return marked;
+        }
+        let volume = |s: &ProblemSize| s.vars.iter().map(|(_, v)| *v as i128).product::<i128>();
+        (0..self.sizes.len())
+            .min_by_key(|&i| volume(&self.sizes[i]))
+            .into_iter()
+            .collect()
+    }
+
+    /// The sizes a GPU run takes by default: all but those meant for emulation.
+    pub fn gpu_sizes(&self) -> Vec<usize> {
+        (0..self.sizes.len())
+            .filter(|&i| !self.sizes[i].emulate)
+            .collect()
+    }
+
     /// A workspace for one bare kernel file: a single version with no launches, so that every
     /// kernel in the file is inspected at a default block size.
     pub fn for_kernel_file(path: &std::path::Path) -> Result<Workspace, WorkspaceError> {
@@ -160,6 +237,9 @@ impl Workspace {
                 name,
                 description: None,
                 file: path.to_path_buf(),
+                kind: SourceKind::of(path),
+                num_warps: None,
+                constexprs: Vec::new(),
                 options: Vec::new(),
                 defines: Vec::new(),
                 launches: Vec::new(),

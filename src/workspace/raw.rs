@@ -142,6 +142,11 @@ pub struct RawVersion {
     #[serde(default)]
     pub scratch: IndexMap<String, RawBuffer>,
     pub tolerance: Option<RawTolerance>,
+    /// Tile-language versions: warps per program (the CTA is `num_warps * 32` threads).
+    pub num_warps: Option<Lit>,
+    /// Tile-language versions: values of the kernel's `tl.constexpr` parameters.
+    #[serde(default)]
+    pub constexprs: IndexMap<String, Lit>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,8 +9,12 @@ use super::raw::{
 };
 use super::spans::SpanIndex;
 use super::{
-    Arg, Buffer, Launch, ProblemSize, Reference, Tolerance, Version, Workspace, WorkspaceError,
+    Arg, Buffer, Launch, ProblemSize, Reference, SourceKind, Tolerance, Version, Workspace,
+    WorkspaceError,
 };
+
+#[path = "validate_tile.rs"]
+mod tile;
 use crate::compile::arch::Arch;
 use crate::diag::Diagnostic;
 use indexmap::IndexMap;
@@ -46,7 +50,12 @@ pub(super) fn validate(
     let size_vars: Vec<String> = raw
         .sizes
         .first()
-        .map(|m| m.keys().filter(|k| *k != "name").cloned().collect())
+        .map(|m| {
+            m.keys()
+                .filter(|k| *k != "name" && *k != "emulate")
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let vars: Vec<&str> = size_vars.iter().map(String::as_str).collect();
 
@@ -168,9 +177,23 @@ impl Validator<'_> {
             let field = format!("sizes[{i}]");
             let mut vars = Vec::new();
             let mut name = None;
+            let mut emulate = false;
             for (k, lit) in map {
                 if k == "name" {
                     name = Some(lit.0.clone());
+                    continue;
+                }
+                if k == "emulate" {
+                    match lit.0.as_str() {
+                        "true" => emulate = true,
+                        "false" => {}
+                        other => {
+                            self.err::<()>(
+                                &format!("{field}.emulate"),
+                                format!("`emulate` is true or false, got `{other}`"),
+                            );
+                        }
+                    }
                     continue;
                 }
                 if !is_identifier(k) {
@@ -198,7 +221,11 @@ impl Validator<'_> {
             match &first_vars {
                 None => first_vars = Some(names),
                 Some(first)
-                    if *first != names && vars.len() == map.len() - usize::from(name.is_some()) =>
+                    if *first != names
+                        && vars.len()
+                            == map.len()
+                                - usize::from(name.is_some())
+                                - usize::from(map.contains_key("emulate")) =>
                 {
                     self.err::<()>(
                         &field,
@@ -220,7 +247,11 @@ impl Validator<'_> {
             if out.iter().any(|s| s.name == name) {
                 self.err::<()>(&field, format!("duplicate size `{name}`"));
             }
-            out.push(ProblemSize { name, vars });
+            out.push(ProblemSize {
+                name,
+                vars,
+                emulate,
+            });
         }
         out
     }
@@ -285,12 +316,14 @@ impl Validator<'_> {
             (None, None) => Init::DEFAULT,
         };
         let output = rb.output.or(base.map(|b| b.output)).unwrap_or(false);
+        let init_given = rb.init.is_some() || base.is_some_and(|b| b.init_given);
         Some(Buffer {
             name: name.to_string(),
             dtype,
             shape,
             init,
             output,
+            init_given,
         })
     }
 
@@ -424,6 +457,14 @@ impl Validator<'_> {
                 scratch.push(Buffer { output: false, ..b });
             }
         }
+        let kind = SourceKind::of(&file);
+        let tile = self.tile_fields(&field, rv, kind, vars);
+        let mut launch_vars = vars.to_vec();
+        launch_vars.extend(tile.constexprs.iter().map(|(n, _)| n.as_str()));
+        if tile.num_warps.is_some() {
+            launch_vars.push("num_warps");
+        }
+        let vars = &launch_vars[..];
         let single = rv.entry.is_some()
             || rv.grid.is_some()
             || rv.block.is_some()
@@ -446,7 +487,7 @@ impl Validator<'_> {
                 let missing: Vec<&str> = [
                     ("entry", rv.entry.is_none()),
                     ("grid", rv.grid.is_none()),
-                    ("block", rv.block.is_none()),
+                    ("block", rv.block.is_none() && !kind.is_tile()),
                     ("args", rv.args.is_none()),
                 ]
                 .into_iter()
@@ -466,7 +507,7 @@ impl Validator<'_> {
                     RawLaunch {
                         entry: rv.entry.clone()?,
                         grid: rv.grid.clone()?,
-                        block: rv.block.clone()?,
+                        block: rv.block.clone().or_else(|| tile.block())?,
                         shared: rv.shared.clone(),
                         args: rv.args.clone()?,
                     },
@@ -501,6 +542,9 @@ impl Validator<'_> {
             name: name.to_string(),
             description: rv.description.clone(),
             file,
+            kind,
+            num_warps: tile.num_warps,
+            constexprs: tile.constexprs,
             options: ws.options.iter().chain(&rv.options).cloned().collect(),
             defines,
             launches,

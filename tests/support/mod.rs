@@ -2,6 +2,9 @@
 //! CUDA toolkit, and golden-file comparison.
 #![allow(dead_code)]
 
+pub mod differential;
+pub mod tmux;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

@@ -7,7 +7,19 @@ use crate::expr::error::ExprError;
 
 /// Reserved names: a call to one of these never reaches the environment.
 pub(super) const NAMES: &[&str] = &[
-    "abs", "cdiv", "ceil", "float", "floor", "int", "log2", "max", "min", "pow", "round", "sqrt",
+    "abs",
+    "cdiv",
+    "ceil",
+    "float",
+    "floor",
+    "int",
+    "log2",
+    "max",
+    "min",
+    "next_pow2",
+    "pow",
+    "round",
+    "sqrt",
 ];
 
 /// Floor division (rounds toward negative infinity); `None` on overflow. `y` must not be 0.
@@ -89,6 +101,19 @@ pub(super) fn call(e: &Expr, call: &Call, args: &[Scalar]) -> Result<Scalar, Exp
                 return Err(err(&call.args[1], format!("division by zero in `{e}`")));
             }
             ceil_div(x, y).map(Scalar::Int).ok_or_else(overflow)
+        }
+        "next_pow2" => {
+            // The smallest power of two >= x (Triton's `next_power_of_2`); 1 for x <= 1.
+            arity(1)?;
+            let x = integer(0)?;
+            if x <= 1 {
+                return Ok(Scalar::Int(1));
+            }
+            (x as u64)
+                .checked_next_power_of_two()
+                .and_then(|p| i64::try_from(p).ok())
+                .map(Scalar::Int)
+                .ok_or_else(overflow)
         }
         "min" | "max" => {
             if args.is_empty() {

@@ -352,3 +352,11 @@ fn tensor_constructors() {
     );
     assert!(eval_array(&p("max(z, axis=1)"), &env).is_err());
 }
+
+#[test]
+fn transpose_swaps_the_axes_of_a_2d_array() {
+    let r = ev("transpose(x)");
+    assert_eq!(r.shape, vec![3, 2]);
+    assert_eq!(r.data, vec![1., 4., 2., 5., 3., 6.]);
+    assert_eq!(ev("transpose(transpose(w))").data, env().0["w"].data);
+}

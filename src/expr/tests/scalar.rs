@@ -150,6 +150,10 @@ fn powers() {
 #[test]
 fn builtins() {
     assert_eq!(ev("cdiv(7, 2)"), Int(4));
+    assert_eq!(ev("next_pow2(1000)"), Int(1024));
+    assert_eq!(ev("next_pow2(1024)"), Int(1024));
+    assert_eq!(ev("next_pow2(0)"), Int(1));
+    assert_eq!(ev("next_pow2(3)"), Int(4));
     assert_eq!(ev("cdiv(8, 2)"), Int(4));
     assert_eq!(ev("cdiv(-7, 2)"), Int(-3));
     assert_eq!(ev("cdiv(7, -2)"), Int(-3));

@@ -148,6 +148,7 @@ fn kernel_file(file: &str, launch: (&str, &str, &str, Vec<Arg>)) -> Result<RunJo
         shape: vec![f("N")],
         init: Init::DEFAULT,
         output: true,
+        init_given: false,
     };
     v.buffers.push(x);
     let (entry, block, shared, args) = launch;
@@ -162,6 +163,7 @@ fn kernel_file(file: &str, launch: (&str, &str, &str, Vec<Arg>)) -> Result<RunJo
     let size = ProblemSize {
         name: "1Ki".into(),
         vars: vec![("N".into(), 1024)],
+        emulate: false,
     };
     plan_job(&ws, &v, &compiled, &size, arch(), None, 2, &opts())
 }

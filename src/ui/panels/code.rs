@@ -67,6 +67,39 @@ pub fn sass(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer, v: &VersionV
     }
 }
 
+/// The CUDA C++ kwb generated from a tile-language version (what NVRTC compiled), with the
+/// `#line` directives that point its PTX back at the tile source.
+pub fn cuda(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer, v: &VersionView) {
+    match &v.compiled {
+        None => never_compiled(theme, area, buf, v, "generated CUDA"),
+        Some(c) => match &c.generated {
+            None if v.kind.is_tile() => sentence(
+                buf,
+                area,
+                "The tile source did not compile to CUDA: see Diagnostics.",
+                theme.style(Role::Error),
+            ),
+            None => sentence(
+                buf,
+                area,
+                &format!(
+                    "{} is CUDA already: the CUDA tab shows the code kwb generates for tile-language versions (.tile, .py).",
+                    v.name
+                ),
+                theme.style(Role::Dim),
+            ),
+            Some(text) => {
+                let text = if v.cuda_lines.is_empty() {
+                    Text::Raw(text)
+                } else {
+                    Text::Lines(&v.cuda_lines)
+                };
+                numbered(buf, theme, area, text, app.scroll, &|_| false)
+            }
+        },
+    }
+}
+
 /// Says plainly why a version has no compiler output to show.
 fn never_compiled(theme: &Theme, area: Rect, buf: &mut Buffer, v: &VersionView, what: &str) {
     let name = &v.name;

@@ -52,7 +52,7 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let detail = match app.tab {
         Tab::Compare => compare::title(app),
         Tab::Source => v.map(|v| format!("{} · {}", v.name, short_path(app, &v.file))),
-        Tab::Ptx | Tab::Sass => v.map(|v| v.name.clone()),
+        Tab::Ptx | Tab::Sass | Tab::Cuda => v.map(|v| v.name.clone()),
     };
     if let Some(d) = detail {
         title.push(Span::raw(format!(" · {d}")));
@@ -75,6 +75,7 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Tab::Source => code::source(app, theme, inner, buf, v),
         Tab::Ptx => code::ptx(app, theme, inner, buf, v),
         Tab::Sass => code::sass(app, theme, inner, buf, v),
+        Tab::Cuda => code::cuda(app, theme, inner, buf, v),
         Tab::Compare => compare::render(app, theme, inner, buf),
     }
 }

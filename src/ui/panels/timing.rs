@@ -38,6 +38,9 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
     let dim = theme.style(Role::Dim);
     if let Err(why) = device(app) {
+        if let (crate::ui::app::GpuState::Absent(_), Some(v)) = (&app.gpu, v) {
+            return emulated(app, theme, v, &why, inner, buf);
+        }
         return sentence(buf, inner, &why, dim);
     }
     let Some(v) = v else {
@@ -82,6 +85,58 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         let rows = (inner.height - row).min(SPARKLINE_MAX_ROWS);
         let rest = Rect::new(inner.x, inner.y + row, inner.width, rows);
         sparkline(buf, theme, rest, samples);
+    }
+}
+
+/// With no GPU: the check the CPU made (emulator or tile interpreter), at the size it ran, and
+/// why there is no timing.
+fn emulated(
+    app: &App,
+    theme: &Theme,
+    v: &crate::ui::app::VersionView,
+    why: &str,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let dim = theme.style(Role::Dim);
+    let found = v
+        .results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
+        .find(|(_, r)| r.backend.is_some());
+    let Some((i, r)) = found else {
+        let text = if v.status.busy() {
+            format!("{} is being checked on the CPU…", v.name)
+        } else {
+            why.to_string()
+        };
+        return sentence(buf, area, &text, dim);
+    };
+    let size = app.workspace.sizes.get(i).map_or("?", |s| s.name.as_str());
+    let backend = r.backend.map_or("cpu".to_string(), |b| b.to_string());
+    Pen::row(buf, area, 0)
+        .text(buf, "emulated", theme.style(Role::Accent))
+        .text(buf, &format!(" ({backend}) @ {size}"), dim);
+    let rest = Rect::new(
+        area.x,
+        area.y + 1,
+        area.width,
+        area.height.saturating_sub(1),
+    );
+    let mut row = verdict(theme, r, rest, buf);
+    if r.status == crate::report::Status::Ok {
+        let err = r.check.as_ref().map_or(String::new(), |c| {
+            format!(" · max abs err {:.2e}", c.max_abs_error)
+        });
+        Pen::row(buf, rest, 0)
+            .text(buf, "check passed", theme.style(Role::Ok))
+            .text(buf, &err, dim);
+        row = 1;
+    }
+    if row < rest.height {
+        let below = Rect::new(rest.x, rest.y + row, rest.width, rest.height - row);
+        sentence(buf, below, "No timing without a GPU.", dim);
     }
 }
 

@@ -11,6 +11,10 @@ use crate::run::supervisor::{JobResult, Supervisor, WorkerCommand};
 use crate::workspace::Workspace;
 use std::io::{IsTerminal, Write};
 
+mod cpu;
+pub(crate) use cpu::{cpu_code, fill as fill_cpu_result};
+pub use cpu::{run_cpu, CpuEngine};
+
 /// Everything `kwb batch` can be told besides the workspace.
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
@@ -24,6 +28,10 @@ pub struct BatchOptions {
     pub watchdog_ms: u64,
     pub seed: Option<u64>,
     pub cache: bool,
+    /// Red-zone bytes around every buffer (`None`: the worker's default; 0: off).
+    pub guard_bytes: Option<u64>,
+    /// Run on the CPU (`--cpu`): the emulator and the tile interpreter, no timing.
+    pub cpu: bool,
 }
 
 /// Why a batch could not run at all (as opposed to a version failing).
@@ -69,6 +77,13 @@ pub fn select(ws: &mut Workspace, opts: &BatchOptions) -> Result<(), BatchError>
     }
     if !opts.sizes.is_empty() {
         ws.sizes.retain(|s| opts.sizes.contains(&s.name));
+    } else {
+        let keep = if opts.cpu {
+            ws.cpu_sizes()
+        } else {
+            ws.gpu_sizes()
+        };
+        ws.sizes = keep.into_iter().map(|i| ws.sizes[i].clone()).collect();
     }
     if !opts.versions.is_empty() {
         // The reference version runs inside every job, so it need not be selected itself.
@@ -106,6 +121,7 @@ pub fn run(
         watchdog_ms: opts.watchdog_ms,
         rtol: None,
         atol: None,
+        guard_bytes: opts.guard_bytes,
     };
     let seed0 = opts.seed.unwrap_or_else(fresh_seed);
     let total = ws.sizes.len() * ws.versions.len();
@@ -114,19 +130,13 @@ pub fn run(
     let mut id = 0u64;
     for (size_index, size) in ws.sizes.iter().enumerate() {
         // One fresh seed per size: every version of a size is checked on the same new data.
-        let seed = seed0.wrapping_add((size_index as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let seed = size_seed(seed0, size_index);
         for (v, c) in ws.versions.iter().zip(&compiled) {
             id += 1;
             progress.start(&v.name, &size.name);
             let mut r = RunResult::new(&v.name, &size.name, Status::Ok);
             if !c.ok {
-                r.status = Status::CompileError;
-                r.message = c
-                    .diagnostics
-                    .iter()
-                    .find(|d| d.is_error())
-                    .map(|d| d.to_string());
-                results.push(r);
+                results.push(compile_failure(r, c));
                 continue;
             }
             let reference = reference_of(ws, &compiled);
@@ -152,23 +162,52 @@ pub fn run(
     progress.finish();
     sup.shutdown();
     Ok(BatchOutcome {
-        report: BatchReport {
-            schema: report::SCHEMA,
-            kwb_version: env!("CARGO_PKG_VERSION").into(),
-            workspace: ws.path.display().to_string(),
-            created_unix_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            device: Some(device),
-            mode: match opts.mode {
+        report: new_report(
+            ws,
+            Some(device),
+            match opts.mode {
                 BenchMode::Cold => Mode::Cold,
                 BenchMode::Hot => Mode::Hot,
                 BenchMode::Graph => Mode::Graph,
             },
             results,
-        },
+            None,
+        ),
         compile_errors,
     })
+}
+
+/// A report of `results` for workspace `ws`, stamped now.
+pub(crate) fn new_report(
+    ws: &Workspace,
+    device: Option<report::DeviceInfo>,
+    mode: Mode,
+    results: Vec<RunResult>,
+    backend: Option<report::Backend>,
+) -> BatchReport {
+    BatchReport {
+        schema: report::SCHEMA,
+        kwb_version: env!("CARGO_PKG_VERSION").into(),
+        workspace: ws.path.display().to_string(),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        device,
+        mode,
+        results,
+        backend,
+    }
+}
+
+/// The result of a version that did not compile: its first error.
+pub(crate) fn compile_failure(mut r: RunResult, c: &CompiledVersion) -> RunResult {
+    r.status = Status::CompileError;
+    r.message = c
+        .diagnostics
+        .iter()
+        .find(|d| d.is_error())
+        .map(|d| d.to_string());
+    r
 }
 
 /// Turns what the supervisor reports for a job into the result's status, message, check and
@@ -210,7 +249,7 @@ pub fn fill_result(r: &mut RunResult, outcome: JobResult, peak: Option<f64>) {
     }
 }
 
-fn reference_of<'a>(
+pub(crate) fn reference_of<'a>(
     ws: &'a Workspace,
     compiled: &'a [CompiledVersion],
 ) -> Option<(&'a crate::workspace::Version, &'a CompiledVersion)> {
@@ -224,7 +263,12 @@ fn reference_of<'a>(
     }
 }
 
-fn fresh_seed() -> u64 {
+/// The seed of the `index`th size: one fresh seed per size, shared by its versions.
+pub fn size_seed(seed0: u64, index: usize) -> u64 {
+    seed0.wrapping_add((index as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d))
+}
+
+pub(crate) fn fresh_seed() -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -232,7 +276,7 @@ fn fresh_seed() -> u64 {
 }
 
 /// A one-line progress display on stderr, drawn only when stderr is a terminal.
-struct ProgressLine {
+pub(crate) struct ProgressLine {
     on: bool,
     done: usize,
     total: usize,
@@ -240,7 +284,7 @@ struct ProgressLine {
 }
 
 impl ProgressLine {
-    fn new(total: usize) -> Self {
+    pub(crate) fn new(total: usize) -> Self {
         ProgressLine {
             on: std::io::stderr().is_terminal(),
             done: 0,
@@ -249,7 +293,7 @@ impl ProgressLine {
         }
     }
 
-    fn start(&mut self, version: &str, size: &str) {
+    pub(crate) fn start(&mut self, version: &str, size: &str) {
         self.done += 1;
         self.label = format!("{version} @ {size}");
         self.draw("compiled");
@@ -264,7 +308,7 @@ impl ProgressLine {
         self.draw(word);
     }
 
-    fn draw(&self, word: &str) {
+    pub(crate) fn draw(&self, word: &str) {
         if !self.on {
             return;
         }
@@ -280,7 +324,7 @@ impl ProgressLine {
         let _ = e.flush();
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if self.on {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
@@ -320,6 +364,7 @@ mod tests {
                 created_unix_s: 0,
                 device: None,
                 mode: Mode::Cold,
+                backend: None,
                 results: statuses
                     .iter()
                     .map(|s| RunResult::new("v", "n", *s))

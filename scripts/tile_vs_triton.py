@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""kwb's tile-language kernels against Triton, side by side, on one GPU, in one run.
+
+The tile kernels in kernels/ are Triton source: this script imports the very same files into
+Triton (a `.tile` file is loaded as a Python module) and times Triton's compiled kernel with
+kwb's protocol, then runs `kwb batch` on the same kernels and reads its JSON. Both sides:
+cold L2 (a buffer of 2x the L2 size written before each sample, outside the timed region),
+one launch between two CUDA events per sample, median of the samples.
+
+Each softmax size is timed at every num_warps in --warps on both sides, and each side's best
+is reported (Triton's tutorial picks num_warps by block size; here both get their best).
+
+Usage (on a GPU machine with torch and triton, from the repository root):
+  python3 scripts/tile_vs_triton.py [--kwb .gpu-bundle/bin/kwb] [--json out.json]
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import torch
+import triton
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOFTMAX_SIZES = [(4096, 1024), (8192, 4096), (1024, 32768)]
+
+
+def load_module(path):
+    """Imports a .tile or .py file of Triton kernels as a Python module."""
+    loader = importlib.machinery.SourceFileLoader(os.path.basename(path).replace(".", "_"), path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def l2_bytes():
+    return torch.cuda.get_device_properties(0).L2_cache_size
+
+
+def cold_median_us(launch, samples=200, warmup_ms=25.0):
+    flush = torch.empty(2 * l2_bytes() // 4 + 1, dtype=torch.float32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # Warm-up by time (compiles Triton's kernel on the first call).
+    launch()
+    torch.cuda.synchronize()
+    t0 = torch.cuda.Event(enable_timing=True)
+    t0.record()
+    while True:
+        launch()
+        t1 = torch.cuda.Event(enable_timing=True)
+        t1.record()
+        t1.synchronize()
+        if t0.elapsed_time(t1) >= warmup_ms:
+            break
+    times = []
+    for _ in range(samples):
+        flush.fill_(1.0)
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def triton_softmax(mod_path, entry, m, n, warps, args_of):
+    kernel = getattr(load_module(mod_path), entry)
+    x = torch.randn(m, n, device="cuda", dtype=torch.float32)
+    y = torch.empty_like(x)
+    block = triton.next_power_of_2(n)
+    best = None
+    for w in warps:
+        launch = lambda: kernel[(m,)](*args_of(x, y, m, n), num_warps=w, **{"BLOCK" if "BLOCK" in kernel.arg_names else "BLOCK_SIZE": block})
+        launch()
+        torch.testing.assert_close(y, torch.softmax(x, dim=-1))
+        t = cold_median_us(launch)
+        best = min(best or (t, w), (t, w))
+    return best
+
+
+def kwb_batch(kwb, workspace_path, versions=None, sizes=None):
+    """Runs `kwb batch` (its own cold-L2 protocol) and returns its results by (version, size)."""
+    cmd = [kwb, "batch", workspace_path, "--format", "json"]
+    if versions:
+        cmd += ["--versions", ",".join(versions)]
+    if sizes:
+        cmd += ["--sizes", ",".join(sizes)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if not out.stdout.strip():
+        raise SystemExit(f"kwb batch failed:\n{out.stderr}")
+    report = json.loads(out.stdout)
+    return {(r["version"], r["size"]): r for r in report["results"]}
+
+
+def softmax_sweep_workspace(warps):
+    """A workspace with softmax v5.tile once per num_warps, at the three sizes."""
+    tile = os.path.join(REPO, "kernels", "softmax", "v5.tile")
+    sizes = "".join(f"  - {{name: {m}x{n}, M: {m}, N: {n}}}\n" for m, n in SOFTMAX_SIZES)
+    versions = "".join(
+        f"  w{w}:\n    file: {tile}\n    entry: softmax_row\n    constexprs: {{BLOCK: next_pow2(N)}}\n"
+        f"    num_warps: {w}\n    grid: M\n    args: [x, y, M, N]\n"
+        for w in warps
+    )
+    text = (
+        "name: softmax-num-warps\nsizes:\n" + sizes
+        + "buffers:\n  x: {dtype: f32, shape: [M, N], init: randn}\n  y: {dtype: f32, shape: [M, N], output: true}\n"
+        + "reference:\n  expr:\n    y: softmax(x, axis=-1)\ntolerance: {rtol: 1e-5, atol: 1e-6}\n"
+        + "bytes: bytes(x) + bytes(y)\nversions:\n" + versions
+    )
+    fd, path = tempfile.mkstemp(suffix=".yaml")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def median_us(r):
+    return r["timing"]["median_us"] if r.get("timing") else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kwb", default=os.path.join(REPO, ".gpu-bundle", "bin", "kwb"))
+    ap.add_argument("--warps", default="4,8,16")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    warps = [int(w) for w in a.warps.split(",")]
+    dev = torch.cuda.get_device_name(0)
+    print(f"device: {dev}; triton {triton.__version__}; torch {torch.__version__}")
+    rows = []
+    v5 = os.path.join(REPO, "kernels", "softmax", "v5.tile")
+    sweep = kwb_batch(a.kwb, softmax_sweep_workspace(warps))
+    for m, n in SOFTMAX_SIZES:
+        size = f"{m}x{n}"
+        t_us, t_w = triton_softmax(v5, "softmax_row", m, n, warps, lambda x, y, m, n: (x, y, m, n))
+        ok = [(median_us(sweep[(f"w{w}", size)]), w) for w in warps if sweep[(f"w{w}", size)]["status"] == "ok"]
+        for w in warps:
+            r = sweep[(f"w{w}", size)]
+            if r["status"] != "ok":
+                print(f"kwb v5 @ {size}, num_warps={w}: {r['status']}: {r.get('message')}")
+        if not ok:
+            continue
+        k_us, k_w = min(ok)
+        gb = 2 * m * n * 4 / 1e3
+        rows.append(dict(kernel="softmax v5.tile", size=size, triton_us=t_us, triton_warps=t_w, kwb_us=k_us, kwb_warps=k_w))
+        print(f"softmax {size:>11}: Triton {t_us:8.2f} us (num_warps={t_w}, {gb / t_us:7.1f} GB/s) | "
+              f"kwb {k_us:8.2f} us (num_warps={k_w}, {gb / k_us:7.1f} GB/s) | kwb/Triton time {k_us / t_us:.3f}")
+    for ws, tile, cuda, sizes in [("elementwise-add.yaml", "v8", "v7", ["16Mi", "256Mi"]),
+                                  ("gelu.yaml", "v4", "v3", ["16Mi", "64Mi"])]:
+        res = kwb_batch(a.kwb, os.path.join(REPO, "workspaces", ws), [cuda, tile], sizes)
+        for s in sizes:
+            c, t = res[(cuda, s)], res[(tile, s)]
+            ratio = median_us(c) / median_us(t)
+            rows.append(dict(kernel=f"{ws} {tile} vs {cuda}", size=s, cuda_us=median_us(c), tile_us=median_us(t), tile_speed_vs_cuda=ratio))
+            print(f"{ws:>20} {s:>6}: CUDA {cuda} {median_us(c):8.2f} us | tile {tile} {median_us(t):8.2f} us ({t['status']}) | tile speed = {100 * ratio:.1f}% of CUDA")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(device=dev, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

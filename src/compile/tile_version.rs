@@ -1,0 +1,230 @@
+//! The tile-language front end of the pipeline: a `.tile` or `.py` version is specialised the
+//! way Triton's JIT does it (its constexprs, `num_warps`, argument dtypes and the facts kwb can
+//! prove: an integer argument divisible by 16; every kwb buffer 16-byte aligned), compiled by
+//! [`crate::tile`] to CUDA C++, and that goes through NVRTC like any `.cu` version. Sizes whose
+//! specialisation differs (a constexpr such as `next_pow2(N)`) get compiles of their own.
+
+use super::pipeline::{CompiledVersion, Compiler};
+use crate::diag::Diagnostic;
+use crate::expr::Scalar;
+use crate::tile::{self, ArgKind, ConstValue, KernelRequest};
+use crate::workspace::{Arg, ProblemSize, SizeEnv, Version, Workspace};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A version's specialisation at one size: constexpr values, warps, and the launch variables.
+type Specialization = (Vec<(String, ConstValue)>, u32, Vec<(String, i64)>);
+
+/// The constexpr values and warp count of `v` at `size` (no size: a bare file).
+fn specialization(v: &Version, size: Option<&ProblemSize>) -> Result<Specialization, String> {
+    let empty = ProblemSize {
+        name: String::new(),
+        vars: Vec::new(),
+        emulate: false,
+    };
+    let size = size.unwrap_or(&empty);
+    let vars = v.vars_at(size)?;
+    let mut constexprs = Vec::new();
+    for (name, f) in &v.constexprs {
+        let value = match f.eval(&SizeEnv::vars(&size.vars))? {
+            Scalar::Int(i) => ConstValue::Int(i),
+            Scalar::Float(x) => ConstValue::Float(x),
+            Scalar::Bool(b) => ConstValue::Bool(b),
+        };
+        constexprs.push((name.clone(), value));
+    }
+    let num_warps = match &v.num_warps {
+        Some(f) => {
+            let n = f.eval_int(&SizeEnv::vars(&vars))?;
+            if !(1..=32).contains(&n) || n & (n - 1) != 0 {
+                return Err(format!(
+                    "`num_warps` must be a power of two from 1 to 32, got {n}"
+                ));
+            }
+            n as u32
+        }
+        None => 4,
+    };
+    Ok((constexprs, num_warps, vars))
+}
+
+/// The kernels to compile for `v` at `size`: each launched kernel with its arguments' kinds.
+pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelRequest>, String> {
+    let (constexprs, num_warps, vars) = specialization(v, size)?;
+    let env = SizeEnv::vars(&vars);
+    let mut out: Vec<KernelRequest> = Vec::new();
+    for l in &v.launches {
+        let mut args = Vec::new();
+        for a in &l.args {
+            args.push(match a {
+                Arg::Buffer(name) => ArgKind::Pointer(
+                    v.buffer(name)
+                        .map(|b| b.dtype)
+                        .ok_or_else(|| format!("no buffer `{name}`"))?,
+                ),
+                Arg::Scalar(f) => match f.eval(&env)? {
+                    Scalar::Int(i) => ArgKind::Int {
+                        fits_i32: i32::try_from(i).is_ok(),
+                        divisible_by_16: i % 16 == 0,
+                    },
+                    Scalar::Float(_) => ArgKind::Float,
+                    Scalar::Bool(_) => ArgKind::Int {
+                        fits_i32: true,
+                        divisible_by_16: false,
+                    },
+                },
+            });
+        }
+        let req = KernelRequest {
+            name: l.entry.clone(),
+            args,
+            constexprs: constexprs.clone(),
+            num_warps,
+        };
+        match out.iter().find(|r| r.name == req.name) {
+            Some(r) if *r != req => {
+                return Err(format!(
+                    "kernel `{}` is launched twice with different arguments; a tile version \
+                     compiles each kernel once (use two versions)",
+                    req.name
+                ))
+            }
+            Some(_) => {}
+            None => out.push(req),
+        }
+    }
+    Ok(out)
+}
+
+impl Compiler {
+    /// Compiles a tile version: once per distinct specialisation over the workspace's sizes.
+    pub(super) fn compile_tile_version(
+        &self,
+        ws: Option<&Workspace>,
+        v: &Version,
+    ) -> CompiledVersion {
+        let start = Instant::now();
+        let source = match std::fs::read_to_string(&v.file) {
+            Ok(s) => s,
+            Err(e) => {
+                let mut out = CompiledVersion::empty(v, self.arch, self.options_for(v));
+                out.diagnostics.push(
+                    Diagnostic::error(format!("cannot read the kernel: {e}")).in_file(&v.file),
+                );
+                return out;
+            }
+        };
+        // Group the sizes by the requests they make, in workspace order.
+        let sizes: Vec<Option<&ProblemSize>> = match ws {
+            Some(ws) if !ws.sizes.is_empty() && !v.launches.is_empty() => {
+                ws.sizes.iter().map(Some).collect()
+            }
+            _ => vec![None],
+        };
+        type Requests = Result<Vec<KernelRequest>, String>;
+        let mut groups: Vec<(Requests, Vec<String>)> = Vec::new();
+        for size in sizes {
+            let req = if v.launches.is_empty() {
+                bare_requests(v, &source)
+            } else {
+                requests(v, size)
+            };
+            let name = size.map(|s| s.name.clone());
+            match groups.iter_mut().find(|(r, _)| *r == req) {
+                Some((_, names)) => names.extend(name),
+                None => groups.push((req, name.into_iter().collect())),
+            }
+        }
+        let mut compiled: Vec<CompiledVersion> = groups
+            .into_iter()
+            .map(|(req, names)| {
+                let mut out = self.compile_tile_group(ws, v, &source, req);
+                // One specialisation for every size needs no size list.
+                out.sizes = names;
+                out
+            })
+            .collect();
+        let mut first = compiled.remove(0);
+        if compiled.is_empty() {
+            first.sizes.clear();
+        }
+        first.ok = first.ok && compiled.iter().all(|c| c.ok);
+        for c in &compiled {
+            first.diagnostics.extend(
+                c.diagnostics
+                    .iter()
+                    .filter(|d| !first.diagnostics.contains(d))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+        }
+        first.variants = compiled;
+        first.millis = start.elapsed().as_secs_f64() * 1e3;
+        first
+    }
+
+    fn compile_tile_group(
+        &self,
+        ws: Option<&Workspace>,
+        v: &Version,
+        source: &str,
+        req: Result<Vec<KernelRequest>, String>,
+    ) -> CompiledVersion {
+        let mut out = CompiledVersion::empty(v, self.arch, self.options_for(v));
+        let req = match req {
+            Ok(r) => r,
+            Err(e) => {
+                let mut d = Diagnostic::error(e).field(v.field.clone());
+                if let Some(ws) = ws {
+                    d = d.in_file(&ws.path);
+                    if let Some(p) = ws.spans.find(&v.field) {
+                        d = d.at(p.line, Some(p.column));
+                    }
+                }
+                out.diagnostics.push(d);
+                return out;
+            }
+        };
+        let tiled = tile::compile(&v.file, source, &req);
+        out.diagnostics.extend(tiled.diagnostics);
+        if out.diagnostics.iter().any(Diagnostic::is_error) || tiled.cuda.is_empty() {
+            return out;
+        }
+        out.tile_kernels = tiled.kernels;
+        let cuda: Arc<str> = Arc::from(tiled.cuda);
+        out.generated = Some(cuda.clone());
+        self.compile_cuda(ws, v, &cuda, &[], &mut out);
+        out
+    }
+}
+
+/// A bare `.tile`/`.py` file (no workspace): every kernel, with parameters named like
+/// pointers (ending in `ptr`) as f32 pointers and the others as 32-bit integers, and the
+/// constexprs and `num_warps` given on the command line.
+fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String> {
+    let (constexprs, num_warps, _) = specialization(v, None)?;
+    let sigs = tile::signatures(&v.file, source).map_err(|d| crate::diag::render_all(&d))?;
+    Ok(sigs
+        .into_iter()
+        .map(|s| KernelRequest {
+            name: s.name,
+            args: s
+                .params
+                .iter()
+                .filter(|p| !p.constexpr && !p.has_default)
+                .map(|p| {
+                    if p.name.ends_with("ptr") {
+                        ArgKind::Pointer(crate::workspace::DType::F32)
+                    } else {
+                        ArgKind::Int {
+                            fits_i32: true,
+                            divisible_by_16: false,
+                        }
+                    }
+                })
+                .collect(),
+            constexprs: constexprs.clone(),
+            num_warps,
+        })
+        .collect())
+}

@@ -1,0 +1,171 @@
+//! Decoding one PTX instruction's opcode text (`ld.global.nc.v4.f32`, `setp.ge.s32`,
+//! `cvt.rn.f32.f64`…) into an [`Op`], its type and its modifiers.
+
+use super::inst::*;
+
+/// The opcode's base, types and modifiers; `Err` names what is not supported.
+pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
+    let mut parts = text.split('.');
+    let base = parts.next().unwrap_or_default();
+    let op = match base {
+        "mov" => Op::Mov,
+        "add" => Op::Add,
+        "sub" => Op::Sub,
+        "mul" | "mul24" => Op::Mul,
+        "mad" | "mad24" => Op::Mad,
+        "fma" => Op::Fma,
+        "div" => Op::Div,
+        "rem" => Op::Rem,
+        "neg" => Op::Neg,
+        "abs" => Op::Abs,
+        "min" => Op::Min,
+        "max" => Op::Max,
+        "and" => Op::And,
+        "or" => Op::Or,
+        "xor" => Op::Xor,
+        "not" => Op::Not,
+        "cnot" => Op::Cnot,
+        "shl" => Op::Shl,
+        "shr" => Op::Shr,
+        "setp" => Op::Setp,
+        "selp" => Op::Selp,
+        "cvt" => Op::Cvt,
+        "cvta" => Op::Cvta,
+        "ld" => Op::Ld,
+        "ldu" => Op::Ldu,
+        "st" => Op::St,
+        "bra" => Op::Bra,
+        "ret" => Op::Ret,
+        "exit" => Op::Exit,
+        "bar" | "barrier" => Op::Bar,
+        "membar" | "fence" => Op::Membar,
+        "shfl" => Op::Shfl,
+        "vote" => Op::Vote,
+        "redux" => Op::Redux,
+        "activemask" => Op::Activemask,
+        "atom" => Op::Atom,
+        "red" => Op::Red,
+        "rcp" => Op::Rcp,
+        "sqrt" => Op::Sqrt,
+        "rsqrt" => Op::Rsqrt,
+        "ex2" => Op::Ex2,
+        "lg2" => Op::Lg2,
+        "sin" => Op::Sin,
+        "cos" => Op::Cos,
+        "tanh" => Op::Tanh,
+        "popc" => Op::Popc,
+        "clz" => Op::Clz,
+        "brev" => Op::Brev,
+        "bfe" => Op::Bfe,
+        "bfi" => Op::Bfi,
+        "prmt" => Op::Prmt,
+        "lop3" => Op::Lop3,
+        "shf" => Op::Shf,
+        "copysign" => Op::Copysign,
+        "testp" => Op::Testp,
+        "prefetch" | "prefetchu" | "discard" | "applypriority" | "createpolicy" | "pmevent"
+        | "nanosleep" => Op::Nop,
+        _ => return Err(format!("`{base}`")),
+    };
+    let mut mods = Mods {
+        vec: 1,
+        ..Mods::default()
+    };
+    let mut types: Vec<Ty> = Vec::new();
+    for p in parts {
+        if let Some(t) = Ty::parse(p) {
+            types.push(t);
+            continue;
+        }
+        match p {
+            "ftz" => mods.ftz = true,
+            "sat" | "satfinite" => mods.sat = true,
+            "approx" | "full" => mods.approx = true,
+            "lo" if op == Op::Setp => mods.cmp = Some(Cmp::Lo),
+            "hi" if op == Op::Setp => mods.cmp = Some(Cmp::Hi),
+            "ls" => mods.cmp = Some(Cmp::Ls),
+            "hs" => mods.cmp = Some(Cmp::Hs),
+            "lo" => mods.half = Half::Lo,
+            "hi" => mods.half = Half::Hi,
+            "wide" => mods.half = Half::Wide,
+            "rn" => mods.round = Round::Rn,
+            "rz" => mods.round = Round::Rz,
+            "rm" => mods.round = Round::Rm,
+            "rp" => mods.round = Round::Rp,
+            "rni" => mods.round = Round::Rni,
+            "rzi" => mods.round = Round::Rzi,
+            "rmi" => mods.round = Round::Rmi,
+            "rpi" => mods.round = Round::Rpi,
+            "global" => mods.space = Some(Space::Global),
+            "shared" => mods.space = Some(Space::Shared),
+            "local" => mods.space = Some(Space::Local),
+            "param" => mods.space = Some(Space::Param),
+            "const" => mods.space = Some(Space::Const),
+            "to" => mods.to = true,
+            "v2" => mods.vec = 2,
+            "v4" => mods.vec = 4,
+            "v8" => mods.vec = 8,
+            "up" if op == Op::Shfl => mods.sub = SHFL_UP,
+            "down" if op == Op::Shfl => mods.sub = SHFL_DOWN,
+            "bfly" if op == Op::Shfl => mods.sub = SHFL_BFLY,
+            "idx" if op == Op::Shfl => mods.sub = SHFL_IDX,
+            "all" if op == Op::Vote => mods.sub = VOTE_ALL,
+            "any" if op == Op::Vote => mods.sub = VOTE_ANY,
+            "uni" if op == Op::Vote => mods.sub = VOTE_UNI,
+            "ballot" if op == Op::Vote => mods.sub = VOTE_BALLOT,
+            "l" if op == Op::Shf => mods.sub = 0,
+            "r" if op == Op::Shf => mods.sub = 1,
+            "clamp" => mods.clamp = true,
+            "wrap" => mods.clamp = false,
+            "add" => mods.sub = ATOM_ADD,
+            "min" => mods.sub = ATOM_MIN,
+            "max" => mods.sub = ATOM_MAX,
+            "exch" => mods.sub = ATOM_EXCH,
+            "cas" => mods.sub = ATOM_CAS,
+            "and" if op != Op::Setp => mods.sub = ATOM_AND,
+            "or" if op != Op::Setp => mods.sub = ATOM_OR,
+            "xor" if op != Op::Setp => mods.sub = ATOM_XOR,
+            "inc" => mods.sub = ATOM_INC,
+            "dec" => mods.sub = ATOM_DEC,
+            "and" => mods.bool_op = Some(0),
+            "or" => mods.bool_op = Some(1),
+            "xor" => mods.bool_op = Some(2),
+            "eq" => mods.cmp = Some(Cmp::Eq),
+            "ne" => mods.cmp = Some(Cmp::Ne),
+            "lt" => mods.cmp = Some(Cmp::Lt),
+            "le" => mods.cmp = Some(Cmp::Le),
+            "gt" => mods.cmp = Some(Cmp::Gt),
+            "ge" => mods.cmp = Some(Cmp::Ge),
+            "equ" => mods.cmp = Some(Cmp::Equ),
+            "neu" => mods.cmp = Some(Cmp::Neu),
+            "ltu" => mods.cmp = Some(Cmp::Ltu),
+            "leu" => mods.cmp = Some(Cmp::Leu),
+            "gtu" => mods.cmp = Some(Cmp::Gtu),
+            "geu" => mods.cmp = Some(Cmp::Geu),
+            "num" => mods.cmp = Some(Cmp::Num),
+            "nan" => mods.cmp = Some(Cmp::Nan),
+            // Hints and scopes that change nothing a single emulated CTA can observe.
+            "sync" | "aligned" | "uni" | "nc" | "ca" | "cg" | "cs" | "lu" | "cv" | "wb" | "wt"
+            | "volatile" | "relaxed" | "acquire" | "release" | "acq_rel" | "sc" | "cta" | "gpu"
+            | "sys" | "cluster" | "weak" | "L1::evict_last" | "L1::evict_first"
+            | "L1::no_allocate" | "L2::evict_last" | "L2::evict_first" | "L2::128B"
+            | "L2::256B" | "L2::64B" | "L1::evict_normal" | "L2::cache_hint" | "noftz"
+            | "arrive" | "red" | "popc" | "b" | "shiftamt" | "f4e" | "b4e" | "rc8" | "ecl"
+            | "ecr" | "rc16" | "uni_aligned" | "collective" | "proxy" | "async" | "alias" => {}
+            other => return Err(format!("`{text}` (modifier `.{other}`)")),
+        }
+    }
+    let ty = match (op, types.as_slice()) {
+        (Op::Cvt, [d, s]) => {
+            mods.src_ty = Some(*s);
+            *d
+        }
+        (Op::Bar | Op::Membar | Op::Ret | Op::Exit | Op::Bra | Op::Nop, []) => Ty::B32,
+        (Op::Activemask, [t]) => *t,
+        (_, [t]) => *t,
+        (Op::Bar | Op::Membar, _) => Ty::B32,
+        (_, []) => return Err(format!("`{text}` (no type)")),
+        (_, [.., t]) => *t,
+    };
+    Ok((op, ty, mods))
+}

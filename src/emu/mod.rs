@@ -1,0 +1,171 @@
+//! kwb's PTX emulator: runs the PTX that NVRTC emitted for a kernel on the CPU, and checks
+//! what compute-sanitizer checks (memory, races, initialisation, synchronisation), reporting
+//! each finding with the CTA, the thread, the PTX line and the source line from `.loc`.
+//!
+//! Stages: [`parse`] reads PTX text and decodes every instruction once into the compact form
+//! of [`inst`]; [`exec`] runs a grid, CTAs in parallel across cores, each CTA's warps lane by
+//! lane in lockstep ([`alu`] holds the per-lane semantics); [`memory`] is the emulated global
+//! address space with red zones; [`checks`] collects findings. Nothing here knows about
+//! workspaces, the UI or the GPU.
+
+mod alu;
+mod checks;
+mod decode;
+mod exec;
+pub mod inst;
+mod memory;
+mod parse;
+
+pub use checks::{Finding, FindingKind};
+pub use memory::{InitState, Memory};
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// A PTX problem the front end found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxError {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+impl fmt::Display for PtxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "PTX line {}:{}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+/// One kernel parameter: its PTX type and byte size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamType {
+    pub ty: inst::Ty,
+    pub size: u32,
+    pub align: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SymbolKind {
+    Shared,
+    Local,
+    Global,
+    Const,
+}
+
+/// A variable declared in the PTX.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Symbol {
+    pub name: String,
+    pub kind: SymbolKind,
+    pub size: u32,
+    pub align: u32,
+    /// `.extern .shared … name[]`: dynamic shared memory.
+    pub dynamic: bool,
+    pub init: Vec<u8>,
+    /// Offset in its CTA's shared or thread's local space, once laid out.
+    pub offset: u32,
+}
+
+/// One `.entry`, decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Entry {
+    pub name: String,
+    pub params: Vec<ParamType>,
+    pub(crate) param_offsets: Vec<u32>,
+    pub(crate) nregs: u32,
+    pub(crate) insts: Vec<inst::Inst>,
+    pub(crate) symbols: Vec<Symbol>,
+    /// Static shared memory, bytes (dynamic shared memory starts here).
+    pub static_shared: u32,
+    pub local_bytes: u32,
+}
+
+/// A PTX module, parsed and decoded once.
+#[derive(Debug, Clone, Default)]
+pub struct Module {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) files: HashMap<u32, String>,
+    pub(crate) globals: Vec<Symbol>,
+}
+
+impl Module {
+    /// Reads PTX text; every problem found is returned, each with its line and column.
+    pub fn parse(ptx: &str) -> Result<Module, Vec<PtxError>> {
+        parse::parse(ptx)
+    }
+
+    pub fn entries(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    pub fn params(&self, entry: &str) -> Option<Vec<ParamType>> {
+        self.entry(entry).map(|e| e.params.clone())
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+}
+
+/// One kernel launch.
+pub struct Launch<'a> {
+    pub entry: &'a str,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared: u32,
+    /// One raw value per PTX parameter, in order: pointers are addresses from
+    /// [`Memory::alloc`], 32-bit values sit in the low bits, floats as their bits.
+    pub params: &'a [u64],
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Threads for CTAs (0: every core).
+    pub threads: usize,
+    /// Findings kept; the rest are counted in the last one's message.
+    pub max_findings: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 0,
+            max_findings: 32,
+        }
+    }
+}
+
+/// What a launch did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    /// Lane-instructions executed.
+    pub instructions: u64,
+    /// Approximate instructions that ran (computed exactly here), each with its documented
+    /// error on the GPU.
+    pub approx: Vec<String>,
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum EmuError {
+    #[error("PTX line {ptx_line}: the emulator does not support `{instruction}`")]
+    Unsupported { instruction: String, ptx_line: u32 },
+    #[error("{0}")]
+    BadLaunch(String),
+    #[error("the kernel ran past its budget of {0} lane-instructions (an endless loop?)")]
+    Budget(u64),
+}
+
+/// Runs one launch of `module` on `mem`.
+pub fn run(
+    module: &Module,
+    launch: &Launch,
+    mem: &mut Memory,
+    opts: &Options,
+) -> Result<Report, EmuError> {
+    exec::run(module, launch, mem, opts)
+}

@@ -1,0 +1,99 @@
+//! A program run by the PTX emulator: every buffer placed in the emulated global memory (with
+//! red zones around it), each launch run in order, the findings turned into report findings.
+
+use super::{CpuOptions, Ran};
+use crate::emu::{self, InitState, Memory, Module};
+use crate::report::Finding;
+use crate::run::protocol::{ArgSpec, BufferSpec, Program, Role};
+use std::collections::{BTreeSet, HashMap};
+
+pub(super) fn run(
+    module: &Module,
+    program: &Program,
+    specs: &[BufferSpec],
+    start: &HashMap<String, Vec<u8>>,
+    want: &[&BufferSpec],
+    opts: &CpuOptions,
+) -> Result<Ran, String> {
+    let mut mem = Memory::new();
+    let mut addr: HashMap<&str, (u64, usize)> = HashMap::new();
+    for b in specs {
+        let len = b.shape.iter().product::<usize>() * b.dtype.size() as usize;
+        let bytes = start.get(&b.name).cloned().unwrap_or_else(|| vec![0; len]);
+        // Inputs and outputs that start from their `init` are written before the launch; the
+        // poison in other outputs and scratch space counts as never written.
+        let init = match b.role {
+            Role::Input => InitState::Initialized,
+            Role::Output if b.initialized => InitState::Initialized,
+            _ => InitState::Uninitialized,
+        };
+        let a = mem.alloc(&b.name, &bytes, init);
+        addr.insert(b.name.as_str(), (a, bytes.len()));
+    }
+    let mut findings = Vec::new();
+    let mut approx = BTreeSet::new();
+    let mut work = 0u64;
+    for (i, l) in program.launches.iter().enumerate() {
+        let params = l
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSpec::Buffer(n) => addr
+                    .get(n.as_str())
+                    .map(|(a, _)| *a)
+                    .ok_or_else(|| format!("launch {i} ({}): no buffer `{n}`", l.entry)),
+                ArgSpec::I32(v) => Ok(u64::from(*v as u32)),
+                ArgSpec::U32(v) => Ok(u64::from(*v)),
+                ArgSpec::I64(v) => Ok(*v as u64),
+                ArgSpec::U64(v) => Ok(*v),
+                ArgSpec::F32(v) => Ok(u64::from(v.to_bits())),
+                ArgSpec::F64(v) => Ok(v.to_bits()),
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        let launch = emu::Launch {
+            entry: &l.entry,
+            grid: l.grid,
+            block: l.block,
+            dynamic_shared: l.dynamic_shared_bytes,
+            params: &params,
+        };
+        let eopts = emu::Options {
+            threads: opts.threads,
+            max_findings: opts.max_findings,
+        };
+        let report = emu::run(module, &launch, &mut mem, &eopts)
+            .map_err(|e| format!("launch {i} ({}): {e}", l.entry))?;
+        work += report.instructions;
+        approx.extend(report.approx);
+        findings.extend(report.findings.into_iter().map(|f| Finding {
+            kind: f.kind.to_string(),
+            message: f.message,
+            cta: Some(f.cta),
+            thread: Some(f.thread),
+            ptx_line: Some(f.ptx_line),
+            line: f.source.as_ref().map(|(_, l)| *l),
+            file: f.source.map(|(f, _)| f),
+        }));
+    }
+    let outputs = want
+        .iter()
+        .map(|b| {
+            let (a, len) = addr[b.name.as_str()];
+            mem.read(a, len)
+        })
+        .collect();
+    let notes = approx
+        .into_iter()
+        .map(|a| {
+            format!(
+                "{a}: computed exactly here; the GPU's result may differ by its documented error"
+            )
+        })
+        .collect();
+    Ok(Ran {
+        outputs,
+        findings,
+        notes,
+        work,
+    })
+}

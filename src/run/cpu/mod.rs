@@ -1,0 +1,201 @@
+//! The CPU backend: a job the GPU worker would run (the same [`RunJob`], planned the same way)
+//! run instead by kwb's PTX emulator or by the tile language's interpreter. Inputs, the
+//! poisoned outputs, the reference and the checks are the GPU path's own ([`super::data`],
+//! [`super::check`]); what the CPU adds is findings (out-of-bounds, races, uninitialised reads,
+//! divergent barriers), located by thread and source line. There is no timing.
+
+mod emulate;
+mod interpret;
+
+use super::check::check;
+use super::data::{data_key, host_reference, make_inputs, outputs, summarize_checks, tolerance};
+use super::protocol::{BufferSpec, Program, RunJob};
+use crate::expr::Tensor;
+use crate::report::{Backend, CheckSummary, Finding};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a version runs as on the CPU.
+#[derive(Clone)]
+pub enum CpuCode {
+    /// Its PTX, decoded once, for the emulator.
+    Ptx(Arc<crate::emu::Module>),
+    /// Its checked tile IR, by kernel name, for the interpreter.
+    Tile(Vec<Arc<crate::tile::ir::Kernel>>),
+}
+
+impl CpuCode {
+    pub fn backend(&self) -> Backend {
+        match self {
+            CpuCode::Ptx(_) => Backend::Emulator,
+            CpuCode::Tile(_) => Backend::Interpreter,
+        }
+    }
+}
+
+/// Per-run limits.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuOptions {
+    /// Worker threads for CTAs (0: every core).
+    pub threads: usize,
+    /// Findings kept per run; the rest are counted.
+    pub max_findings: usize,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions {
+            threads: 0,
+            max_findings: 32,
+        }
+    }
+}
+
+/// What one CPU job came to.
+#[derive(Debug, Clone, Default)]
+pub struct CpuOutcome {
+    pub check: Option<CheckSummary>,
+    pub findings: Vec<Finding>,
+    pub notes: Vec<String>,
+    /// The run could not be carried out (an unsupported instruction, a bad launch).
+    pub error: Option<String>,
+    /// Lane-instructions (emulator) or tile operations (interpreter) executed.
+    pub work: u64,
+}
+
+/// The outputs a run produced, and what it found on the way.
+struct Ran {
+    outputs: Vec<Vec<u8>>,
+    findings: Vec<Finding>,
+    notes: Vec<String>,
+    work: u64,
+}
+
+/// Runs `program` (compiled as `code`) on `buffers` (name → starting bytes); returns the final
+/// bytes of each buffer named in `want`.
+fn run_program(
+    code: &CpuCode,
+    program: &Program,
+    specs: &[BufferSpec],
+    start: &HashMap<String, Vec<u8>>,
+    want: &[&BufferSpec],
+    opts: &CpuOptions,
+) -> Result<Ran, String> {
+    match code {
+        CpuCode::Ptx(m) => emulate::run(m, program, specs, start, want, opts),
+        CpuCode::Tile(k) => interpret::run(k, program, specs, start, want),
+    }
+}
+
+/// Every buffer's contents before the run: generated inputs, outputs poisoned or initialised.
+fn starting_bytes(data: &super::data::Data, outs: &[&BufferSpec]) -> HashMap<String, Vec<u8>> {
+    let mut start: HashMap<String, Vec<u8>> = data
+        .inputs
+        .iter()
+        .map(|(k, (bytes, _))| (k.clone(), bytes.clone()))
+        .collect();
+    for b in outs {
+        start.insert(b.name.clone(), data.start_of(b));
+    }
+    start
+}
+
+/// Checks `job` on the CPU. `code` runs the version, `reference` the reference version (when
+/// the workspace's reference is another version).
+pub fn run_job(
+    job: &RunJob,
+    code: &CpuCode,
+    reference: Option<&CpuCode>,
+    opts: &CpuOptions,
+) -> CpuOutcome {
+    let mut out = CpuOutcome::default();
+    let data = match make_inputs(job, data_key(job)) {
+        Ok(d) => d,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    let outs = outputs(job);
+    let start = starting_bytes(&data, &outs);
+    let ran = match run_program(code, &job.program, &job.buffers, &start, &outs, opts) {
+        Ok(r) => r,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    out.findings = ran.findings;
+    out.notes = ran.notes;
+    out.work = ran.work;
+    let host = data.tensors();
+    let expected = match host_reference(job, &outs, &host) {
+        Some(r) => r,
+        None => reference_version(job, reference, &start, &outs, opts),
+    };
+    match expected {
+        Ok(Some(expected)) => {
+            let reports: Vec<_> = outs
+                .iter()
+                .zip(&ran.outputs)
+                .zip(&expected)
+                .map(|((b, bytes), want)| {
+                    let tol = tolerance(job, b);
+                    (
+                        b.name.clone(),
+                        check(bytes, b.dtype, &b.shape, &want.data, tol),
+                    )
+                })
+                .collect();
+            out.check = Some(summarize_checks(&reports));
+        }
+        Ok(None) => {}
+        Err(e) => out.error = Some(e),
+    }
+    out
+}
+
+/// The reference version's outputs, from its own run on the same inputs.
+fn reference_version(
+    job: &RunJob,
+    code: Option<&CpuCode>,
+    start: &HashMap<String, Vec<u8>>,
+    outs: &[&BufferSpec],
+    opts: &CpuOptions,
+) -> Result<Option<Vec<Tensor>>, String> {
+    let super::protocol::ReferenceSpec::Version { name, program } = &job.reference else {
+        return Ok(None);
+    };
+    let code = code.ok_or_else(|| format!("reference version `{name}` did not compile"))?;
+    let ran = run_program(code, program, &job.buffers, start, outs, opts)
+        .map_err(|e| format!("reference version `{name}`: {e}"))?;
+    Ok(Some(
+        outs.iter()
+            .zip(ran.outputs)
+            .map(|(b, bytes)| Tensor {
+                shape: b.shape.clone(),
+                data: super::inputs::decode(b.dtype, &bytes),
+            })
+            .collect(),
+    ))
+}
+
+/// What a CPU run of `job` leaves in each output, decoded, in output order: for differential
+/// tests, which hold a GPU run against it.
+pub fn run_outputs(job: &RunJob, code: &CpuCode, opts: &CpuOptions) -> Result<Vec<Tensor>, String> {
+    let data = make_inputs(job, data_key(job))?;
+    let outs = outputs(job);
+    let start = starting_bytes(&data, &outs);
+    let ran = run_program(code, &job.program, &job.buffers, &start, &outs, opts)?;
+    if let Some(f) = ran.findings.first() {
+        return Err(f.to_string());
+    }
+    Ok(outs
+        .iter()
+        .zip(ran.outputs)
+        .map(|(b, bytes)| Tensor {
+            shape: b.shape.clone(),
+            data: super::inputs::decode(b.dtype, &bytes),
+        })
+        .collect())
+}

@@ -1,0 +1,231 @@
+//! A job's host-side data, shared by every backend (the GPU worker, the CPU emulator and the
+//! tile interpreter): the seeded inputs, the starting contents of each output, the reference
+//! computed on the host (an array expression or `.npy` files), and the summary of the checks.
+//! Nothing here touches a device.
+
+use super::check::{default_tolerance, CheckReport, Tolerance};
+use super::inputs::{generate, poison};
+use super::protocol::{BufferSpec, ReferenceSpec, Role, RunJob};
+use crate::expr::{eval_array, ArrayEnv, ArrayValue, Tensor};
+use crate::report::CheckSummary;
+use std::collections::HashMap;
+
+/// Host inputs (bytes as uploaded, values as the reference sees them) and the reference.
+pub struct Data {
+    pub key: u64,
+    /// Every input, and every output that starts from its `init` rather than the poison.
+    pub inputs: HashMap<String, (Vec<u8>, Tensor)>,
+    /// `None` until computed; then `None` inside when the job has no reference.
+    pub reference: Option<Option<Vec<Tensor>>>,
+}
+
+/// Whether a buffer's starting contents are generated from its `init` (inputs, and outputs the
+/// workspace gave an explicit `init`).
+fn generated(b: &BufferSpec) -> bool {
+    b.role == Role::Input || (b.role == Role::Output && b.initialized)
+}
+
+/// What the inputs and reference depend on: the seed, the buffers and the reference.
+pub fn data_key(job: &RunJob) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let text = serde_json::to_string(&(
+        job.seed,
+        job.buffers
+            .iter()
+            .filter(|b| b.role != Role::Scratch)
+            .collect::<Vec<_>>(),
+        &job.reference,
+    ))
+    .unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// Makes every generated buffer of `job` from its seed.
+pub fn make_inputs(job: &RunJob, key: u64) -> Result<Data, String> {
+    let mut inputs = HashMap::new();
+    for b in job.buffers.iter().filter(|b| generated(b)) {
+        // Each buffer's stream depends on its name, not its position, so versions agree.
+        let name_hash = b.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+            (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
+        });
+        let h = generate(
+            b.dtype,
+            b.shape.iter().product(),
+            &b.init,
+            &b.shape,
+            job.seed ^ name_hash,
+        )
+        .map_err(|e| format!("buffer `{}`: {e}", b.name))?;
+        inputs.insert(
+            b.name.clone(),
+            (
+                h.bytes,
+                Tensor {
+                    shape: b.shape.clone(),
+                    data: h.values,
+                },
+            ),
+        );
+    }
+    Ok(Data {
+        key,
+        inputs,
+        reference: None,
+    })
+}
+
+impl Data {
+    /// What output `b` holds before the checked run: its `init` values, or the NaN poison.
+    pub fn start_of(&self, b: &BufferSpec) -> Vec<u8> {
+        match self.inputs.get(&b.name) {
+            Some((bytes, _)) if b.initialized => bytes.clone(),
+            _ => poison(b.dtype, b.shape.iter().product()),
+        }
+    }
+
+    /// The generated buffers by name, as the reference sees them.
+    pub fn tensors(&self) -> HashMap<&str, &Tensor> {
+        self.inputs
+            .iter()
+            .map(|(k, (_, t))| (k.as_str(), t))
+            .collect()
+    }
+}
+
+/// The outputs of `job`, in order.
+pub fn outputs(job: &RunJob) -> Vec<&BufferSpec> {
+    job.buffers
+        .iter()
+        .filter(|b| b.role == Role::Output)
+        .collect()
+}
+
+/// The tolerance output `b` is checked with: the job's, else its dtype's default.
+pub fn tolerance(job: &RunJob, b: &BufferSpec) -> Tolerance {
+    let d = default_tolerance(b.dtype);
+    Tolerance {
+        rtol: job.bench.rtol.unwrap_or(d.rtol),
+        atol: job.bench.atol.unwrap_or(d.atol),
+    }
+}
+
+struct Inputs<'a> {
+    tensors: &'a HashMap<&'a str, &'a Tensor>,
+    vars: &'a [(String, i64)],
+}
+
+impl ArrayEnv for Inputs<'_> {
+    fn var(&self, name: &str) -> Option<ArrayValue<'_>> {
+        if let Some(t) = self.tensors.get(name) {
+            return Some(ArrayValue::Tensor(t));
+        }
+        self.vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| ArrayValue::Scalar(*v as f64))
+    }
+
+    fn var_names(&self) -> Vec<String> {
+        self.tensors
+            .keys()
+            .map(|k| k.to_string())
+            .chain(self.vars.iter().map(|(n, _)| n.clone()))
+            .collect()
+    }
+}
+
+/// The reference the host computes by itself: `Some` for an expression, `.npy` files or no
+/// reference (`Some(None)`); `None` when the reference is another version, which the backend
+/// must run.
+pub fn host_reference(
+    job: &RunJob,
+    outputs: &[&BufferSpec],
+    host: &HashMap<&str, &Tensor>,
+) -> Option<Result<Option<Vec<Tensor>>, String>> {
+    match &job.reference {
+        ReferenceSpec::None => Some(Ok(None)),
+        ReferenceSpec::Version { .. } => None,
+        ReferenceSpec::Expr {
+            outputs: exprs,
+            vars,
+        } => Some(expr_reference(exprs, vars, outputs, host).map(Some)),
+        ReferenceSpec::Npy { outputs: files } => Some(
+            outputs
+                .iter()
+                .map(|b| {
+                    let (_, path) = files
+                        .iter()
+                        .find(|(n, _)| n == &b.name)
+                        .ok_or_else(|| format!("no reference file for `{}`", b.name))?;
+                    let (shape, data) = super::npy::read_f64(std::path::Path::new(path))
+                        .map_err(|e| e.to_string())?;
+                    Ok(Tensor { shape, data })
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map(Some),
+        ),
+    }
+}
+
+fn expr_reference(
+    exprs: &[(String, String)],
+    vars: &[(String, i64)],
+    outputs: &[&BufferSpec],
+    host: &HashMap<&str, &Tensor>,
+) -> Result<Vec<Tensor>, String> {
+    let env = Inputs {
+        tensors: host,
+        vars,
+    };
+    let mut out = Vec::new();
+    for b in outputs {
+        let (_, text) = exprs
+            .iter()
+            .find(|(n, _)| n == &b.name)
+            .ok_or_else(|| format!("no reference for `{}`", b.name))?;
+        let expr = crate::expr::parse(text).map_err(|e| {
+            format!(
+                "reference for `{}`: {}",
+                b.name,
+                crate::expr::render_errors(text, &e)
+            )
+        })?;
+        let t = eval_array(&expr, &env).map_err(|e| {
+            format!(
+                "reference for `{}`: {}",
+                b.name,
+                crate::expr::render_error(text, &e)
+            )
+        })?;
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// One summary of the checks of every output.
+pub fn summarize_checks(reports: &[(String, CheckReport)]) -> CheckSummary {
+    let passed = reports.iter().all(|(_, r)| r.passed);
+    let failure = reports.iter().find_map(|(n, r)| {
+        r.failure.as_ref().map(|f| {
+            if reports.len() > 1 {
+                format!("{n}: {f}")
+            } else {
+                f.clone()
+            }
+        })
+    });
+    CheckSummary {
+        passed,
+        max_abs_error: reports
+            .iter()
+            .map(|(_, r)| r.max_abs_error)
+            .fold(0.0, f64::max),
+        rel_l2_error: reports
+            .iter()
+            .map(|(_, r)| r.rel_l2_error)
+            .fold(0.0, f64::max),
+        failure,
+    }
+}

@@ -1,0 +1,118 @@
+//! The tile language: Triton kernels (`.tile` files, or the `@triton.jit` functions of a `.py`
+//! module) compiled by kwb itself, with no Python, to CUDA C++ that NVRTC then compiles.
+//!
+//! Stages, each knowing nothing of the UI or of NVRTC (STYLE.md §7):
+//! [`lex`] → [`parse`] (an [`ast`] with spans) → [`check`] (names, dtypes, shapes, constexprs,
+//! specialisation for one [`KernelRequest`]) → [`ir`] (the typed tile IR) → [`cuda`] (layouts,
+//! vectorisation, reductions; writes CUDA C++ with `#line` directives). [`interp`] runs the IR
+//! on the CPU: the language's reference semantics.
+//!
+//! This module is the seam the rest of kwb sees: [`compile`], [`signatures`] and the
+//! interpreter's argument types.
+
+pub mod ast;
+pub mod check;
+pub mod cuda;
+pub mod interp;
+pub mod ir;
+pub mod lex;
+pub mod parse;
+pub mod span;
+
+use crate::diag::Diagnostic;
+pub use crate::workspace::DType;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What a launch argument bound to a non-constexpr parameter is, as the workspace says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgKind {
+    /// A kwb buffer (16-byte aligned) of this dtype.
+    Pointer(DType),
+    /// An integer: `int` in the generated code when it fits in 32 bits, else `long long`.
+    Int {
+        fits_i32: bool,
+        divisible_by_16: bool,
+    },
+    /// A float: `float` in the generated code, as Triton passes Python floats.
+    Float,
+}
+
+/// A constexpr's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConstValue {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// One kernel to compile, specialised as Triton's JIT does it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelRequest {
+    pub name: String,
+    /// One per launch argument, bound in order to the non-constexpr parameters.
+    pub args: Vec<ArgKind>,
+    pub constexprs: Vec<(String, ConstValue)>,
+    pub num_warps: u32,
+}
+
+/// The result of compiling a file's requested kernels.
+pub struct Compiled {
+    /// The generated CUDA C++ (empty when there are errors).
+    pub cuda: String,
+    /// The checked kernels, for the interpreter.
+    pub kernels: Vec<Arc<ir::Kernel>>,
+    /// Every error and warning, with file, line and column.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Compiles the requested kernels of a `.tile`/`.py` source to CUDA C++.
+pub fn compile(path: &Path, source: &str, requests: &[KernelRequest]) -> Compiled {
+    let (kernels, diagnostics) = check::check(path, source, requests);
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        return Compiled {
+            cuda: String::new(),
+            kernels: Vec::new(),
+            diagnostics,
+        };
+    }
+    let cuda = cuda::write(&kernels);
+    Compiled {
+        cuda,
+        kernels: kernels.into_iter().map(Arc::new).collect(),
+        diagnostics,
+    }
+}
+
+/// A kernel's signature, for a bare file (no workspace to bind arguments).
+pub struct KernelSignature {
+    pub name: String,
+    pub params: Vec<ParamSig>,
+    pub line: u32,
+}
+
+pub struct ParamSig {
+    pub name: String,
+    pub constexpr: bool,
+    pub has_default: bool,
+}
+
+/// The `@triton.jit` kernels of a source and their parameters, or its syntax errors.
+pub fn signatures(path: &Path, source: &str) -> Result<Vec<KernelSignature>, Vec<Diagnostic>> {
+    check::signatures(path, source)
+}
+
+/// A launch argument for the interpreter.
+pub enum InterpArg {
+    /// An index into the buffers.
+    Buffer(usize),
+    Int(i64),
+    Float(f64),
+}
+
+/// A buffer for the interpreter: its bytes, little-endian, of `dtype`.
+pub struct InterpBuffer {
+    pub name: String,
+    pub dtype: DType,
+    pub bytes: Vec<u8>,
+}

@@ -1,0 +1,1 @@
+//! The tile-language parser. (Written by the front-end work.)

@@ -1,0 +1,94 @@
+//! The fields only tile-language versions take: `num_warps` (the program's CTA is
+//! `32 * num_warps` threads) and `constexprs` (values for the kernel's `tl.constexpr`
+//! parameters, expressions over the size variables). A CUDA version that sets them is told to
+//! use `block` and `defines` instead.
+
+use super::super::formula::{Formula, SizeEnv};
+use super::super::raw::{Dim, Lit, RawVersion};
+use super::super::SourceKind;
+use super::{is_identifier, Validator};
+
+/// A tile version's extra fields, checked. Empty for CUDA versions.
+pub(super) struct TileFields {
+    pub num_warps: Option<Formula>,
+    pub constexprs: Vec<(String, Formula)>,
+}
+
+impl TileFields {
+    /// The block a tile version launches with when it gives none: `32 * num_warps` threads.
+    pub fn block(&self) -> Option<Dim> {
+        self.num_warps
+            .as_ref()
+            .map(|_| Dim(vec![Lit("32 * num_warps".into())]))
+    }
+}
+
+impl Validator<'_> {
+    pub(super) fn tile_fields(
+        &mut self,
+        field: &str,
+        rv: &RawVersion,
+        kind: SourceKind,
+        vars: &[&str],
+    ) -> TileFields {
+        if !kind.is_tile() {
+            if rv.num_warps.is_some() {
+                self.err::<()>(
+                    &format!("{field}.num_warps"),
+                    "`num_warps` is for tile-language versions (.tile, .py); a CUDA version sets `block`".into(),
+                );
+            }
+            if !rv.constexprs.is_empty() {
+                self.err::<()>(
+                    &format!("{field}.constexprs"),
+                    "`constexprs` are for tile-language versions (.tile, .py); a CUDA version uses `defines`".into(),
+                );
+            }
+            return TileFields {
+                num_warps: None,
+                constexprs: Vec::new(),
+            };
+        }
+        let mut constexprs = Vec::new();
+        for (name, lit) in &rv.constexprs {
+            let f = format!("{field}.constexprs.{name}");
+            if !is_identifier(name) {
+                self.err::<()>(&f, format!("`{name}` is not a parameter name"));
+                continue;
+            }
+            if let Some(formula) = self.formula(&f, lit, vars) {
+                constexprs.push((name.clone(), formula));
+            }
+        }
+        let default = Lit("4".into());
+        let nw_field = format!("{field}.num_warps");
+        let mut nw_vars = vars.to_vec();
+        nw_vars.extend(
+            constexprs
+                .iter()
+                .map(|(n, _): &(String, Formula)| n.as_str()),
+        );
+        let num_warps = self.formula(
+            &nw_field,
+            rv.num_warps.as_ref().unwrap_or(&default),
+            &nw_vars,
+        );
+        // A constant num_warps is checked here; one that depends on the size is checked when planned.
+        if let Some(Ok(n)) = num_warps
+            .as_ref()
+            .filter(|f| f.free_variables().is_empty())
+            .map(|f| f.eval_int(&SizeEnv::vars(&[])))
+        {
+            if !(1..=32).contains(&n) || n & (n - 1) != 0 {
+                self.err::<()>(
+                    &nw_field,
+                    format!("`num_warps` must be a power of two from 1 to 32, got {n}"),
+                );
+            }
+        }
+        TileFields {
+            num_warps,
+            constexprs,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Differential runs for GPU tests: a version's outputs computed on the CPU (the PTX emulator
+//! or the tile interpreter) become the `.npy` reference of a `kwb batch` GPU run with the same
+//! seed, so the GPU's output is checked against the CPU's with kwb's own comparison.
+
+use kwb::compile::{Arch, CompiledVersion};
+use kwb::report::{json::from_json, Status};
+use kwb::run::cpu::{run_outputs, CpuCode, CpuOptions};
+use kwb::run::plan::{plan_job, PlanOptions};
+use kwb::run::protocol::{BenchMode, BenchSpec, Role};
+use std::path::Path;
+
+/// One CPU-vs-GPU comparison: the workspace text `yaml` (kernel paths absolute), one version
+/// and size, the seed, the CPU engine, and the tolerance (`None`: the workspace's).
+pub struct Case<'a> {
+    pub yaml: &'a str,
+    pub version: &'a str,
+    pub size: &'a str,
+    pub seed: u64,
+    pub code: fn(&CompiledVersion) -> CpuCode,
+    pub tolerance: Option<(f64, f64)>,
+}
+
+/// Runs `case`; Err says how the GPU's output differed from the CPU's (or what failed).
+pub fn cpu_vs_gpu(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
+    let tag = format!("{}-{}", case.version, case.size).replace(['/', ' '], "_");
+    let path = dir.join(format!("{tag}.yaml"));
+    std::fs::write(&path, case.yaml).unwrap();
+    let mut ws = kwb::workspace::load(&path).map_err(|e| e.to_string())?;
+    ws.sizes.retain(|s| s.name == case.size);
+    ws.versions.retain(|v| v.name == case.version);
+    if ws.sizes.is_empty() || ws.versions.is_empty() {
+        return Err(format!(
+            "no {} @ {} in the workspace",
+            case.version, case.size
+        ));
+    }
+    let compiler = kwb::compile::Compiler::new(arch, kwb::compile::Cache::disabled())
+        .map_err(|e| e.to_string())?;
+    let compiled = compiler.compile_workspace(&ws);
+    let c = compiled[0].for_size(case.size);
+    if !c.ok {
+        return Err(format!(
+            "compile: {}",
+            kwb::diag::render_all(&c.diagnostics)
+        ));
+    }
+    let bench = BenchSpec {
+        check: true,
+        benchmark: false,
+        mode: BenchMode::Cold,
+        warmup_ms: 0.0,
+        stop: Default::default(),
+        watchdog_ms: 10_000,
+        rtol: None,
+        atol: None,
+        guard_bytes: None,
+    };
+    let plan = PlanOptions {
+        seed: kwb::batch::size_seed(case.seed, 0),
+        bench,
+    };
+    let job = plan_job(
+        &ws,
+        &ws.versions[0],
+        c,
+        &ws.sizes[0],
+        arch.spec(),
+        None,
+        1,
+        &plan,
+    )
+    .map_err(|e| e.to_string())?;
+    let outs = run_outputs(&job, &(case.code)(c), &CpuOptions::default())?;
+    let mut npy = String::from("reference:\n  npy:\n");
+    let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
+    for (b, t) in outputs.zip(&outs) {
+        let file = dir.join(format!("{tag}-{}.npy", b.name));
+        kwb::run::npy::write(&file, &t.shape, kwb::workspace::DType::F64, &t.data)
+            .map_err(|e| e.to_string())?;
+        npy.push_str(&format!("    {}: {}\n", b.name, file.display()));
+    }
+    // The CPU's outputs replace the workspace's reference (and its tolerance, when given).
+    let yaml = case.yaml;
+    let start = yaml
+        .find("\nreference:")
+        .ok_or("the workspace has no reference")?
+        + 1;
+    // The block runs to the first line that is not indented.
+    let mut end = yaml.len();
+    let mut at = start
+        + yaml[start..]
+            .find('\n')
+            .map_or(yaml.len() - start, |n| n + 1);
+    while at < yaml.len() {
+        let line_end = yaml[at..].find('\n').map_or(yaml.len(), |n| at + n + 1);
+        if !yaml[at..].starts_with(' ') && !yaml[at..].starts_with('\n') {
+            end = at;
+            break;
+        }
+        at = line_end;
+    }
+    let rest = &yaml[end..];
+    let mut gpu_yaml = format!("{}{}{}", &yaml[..start], npy, rest);
+    if let Some((rtol, atol)) = case.tolerance {
+        gpu_yaml = gpu_yaml
+            .lines()
+            .filter(|l| !l.starts_with("tolerance:"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        gpu_yaml.push_str(&format!(
+            "\ntolerance: {{rtol: {rtol:e}, atol: {atol:e}}}\n"
+        ));
+    }
+    let gpu_path = dir.join(format!("{tag}-gpu.yaml"));
+    std::fs::write(&gpu_path, &gpu_yaml).unwrap();
+    let out = std::process::Command::new(super::kwb_bin())
+        .arg("batch")
+        .arg(&gpu_path)
+        .args(["--versions", case.version, "--sizes", case.size])
+        .args(["--seed", &case.seed.to_string(), "--format", "json"])
+        .args([
+            "--min-time",
+            "0.01",
+            "--max-time",
+            "0.05",
+            "--min-samples",
+            "3",
+        ])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report =
+        from_json(&text).map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&out.stderr)))?;
+    let r = report.results.first().ok_or("no result")?;
+    if r.status != Status::Ok {
+        return Err(format!(
+            "{:?}: {}",
+            r.status,
+            r.message.clone().unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// A shipped workspace with its kernel paths made absolute, so a copy can live elsewhere.
+pub fn shipped(name: &str) -> String {
+    let repo = super::repo();
+    std::fs::read_to_string(repo.join("workspaces").join(name))
+        .unwrap()
+        .replace("file: ../", &format!("file: {}/", repo.display()))
+}
