@@ -57,6 +57,7 @@ fn without_a_gpu_batch_exits_5_and_says_why() {
     let (code, out, err) = kwb(&["batch", "workspaces/elementwise-add.yaml", "--sizes", "1Mi"]);
     assert_eq!(code, kwb::exit::NO_GPU, "{out}{err}");
     assert!(err.contains("no usable GPU"), "{err}");
-    assert!(err.contains("kwb inspect works without a GPU"), "{err}");
+    assert!(err.contains("`kwb batch --cpu`"), "{err}");
+    assert!(err.contains("`kwb inspect`"), "{err}");
     assert!(out.is_empty(), "{out}");
 }

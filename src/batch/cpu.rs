@@ -9,7 +9,7 @@ use super::{
     BatchOutcome, ProgressLine,
 };
 use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
-use crate::report::{self, Backend, Mode, RunResult, Status};
+use crate::report::{Backend, Mode, RunResult, Status};
 use crate::run::cpu::{run_job, CpuCode, CpuOptions, CpuOutcome};
 use crate::run::plan::{plan_job, work, PlanOptions};
 use crate::run::protocol::{BenchMode, BenchSpec};

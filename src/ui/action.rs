@@ -40,6 +40,8 @@ pub enum RunEvent {
         samples: Vec<f64>,
         /// The last size of this run: the version is done once it is in.
         last: bool,
+        /// A quick look at the viewed size, to be refined by a full run that follows.
+        provisional: bool,
     },
 }
 
@@ -63,6 +65,9 @@ pub enum Action {
     CycleTheme,
     /// Start the GPU worker again after its connection dropped (or it could not start).
     Reconnect,
+    /// Draw a fresh seed for the inputs and run every version again. Watch keeps one seed
+    /// across saves, so the worker can keep a size's inputs and reference resident.
+    Reseed,
     /// Doubles (`+1`) or halves (`-1`) the what-if block size.
     WhatIfBlock(i32),
     /// Adds or removes 4 KiB of what-if dynamic shared memory.
@@ -106,6 +111,8 @@ pub enum Effect {
     Retarget(crate::compile::Arch),
     /// Ask the GPU thread to start its worker again.
     Reconnect,
+    /// A fresh seed for the inputs, then every compiled version runs again.
+    Reseed,
 }
 
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
@@ -170,6 +177,17 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             }
         }
         Action::Reconnect => effects.push(Effect::Reconnect),
+        Action::Reseed => {
+            effects.push(Effect::Reseed);
+            for (index, v) in app.versions.iter().enumerate() {
+                if v.compiled.is_some() {
+                    effects.push(Effect::Run {
+                        index,
+                        generation: v.generation,
+                    });
+                }
+            }
+        }
         Action::CycleTheme => {
             app.theme = app.theme.wrapping_add(1);
             effects.push(Effect::Rehighlight);
@@ -435,7 +453,10 @@ fn run_event(app: &mut App, index: usize, generation: u64, size: usize, event: R
             result,
             samples,
             last,
+            provisional,
         } => {
+            // Only a good quick look is refined by a full run (the GPU thread skips the rest).
+            let refining = provisional && result.status == Status::Ok;
             v.status = match result.status {
                 Status::Ok | Status::Skipped => VersionStatus::Done,
                 Status::CheckFailed => VersionStatus::CheckFailed,
@@ -462,8 +483,14 @@ fn run_event(app: &mut App, index: usize, generation: u64, size: usize, event: R
             if let Some(slot) = v.samples.get_mut(size) {
                 *slot = samples;
             }
-            // Later sizes still to come: stay busy until the last one.
-            if v.status == VersionStatus::Done && !last {
+            if let Some(slot) = v.provisional.get_mut(size) {
+                *slot = refining;
+            }
+            // A quick look is being refined, and later sizes may still come: stay busy until
+            // the last one.
+            if v.status == VersionStatus::Done && refining {
+                v.status = VersionStatus::Benchmarking;
+            } else if v.status == VersionStatus::Done && !last {
                 v.status = VersionStatus::Checking;
             }
         }

@@ -206,3 +206,86 @@ fn the_reconnect_key_asks_the_gpu_thread_to_reconnect() {
     let mut app = app();
     assert_eq!(update(&mut app, Action::Reconnect), vec![Effect::Reconnect]);
 }
+
+/// The elementwise-add workspace, which has sizes to run at.
+fn sized_app() -> App {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("workspaces/elementwise-add.yaml");
+    let mut app = App::new(crate::workspace::load(&path).unwrap(), Arch::DEFAULT);
+    app.gpu = GpuState::Absent("test".into());
+    app
+}
+
+fn finished(app: &App, status: Status, provisional: bool, last: bool) -> Action {
+    let size = app.workspace.sizes[0].name.clone();
+    Action::Run {
+        index: 0,
+        generation: app.versions[0].generation,
+        size: 0,
+        event: RunEvent::Finished {
+            result: Box::new(RunResult::new(&app.versions[0].name, &size, status)),
+            samples: vec![1.0, 2.0],
+            last,
+            provisional,
+        },
+    }
+}
+
+#[test]
+fn a_quick_look_shows_provisional_figures_until_its_full_run_replaces_them() {
+    let mut app = sized_app();
+    let a = done(&app, 0, true);
+    update(&mut app, a);
+    let a = finished(&app, Status::Ok, true, false);
+    update(&mut app, a);
+    let v = &app.versions[0];
+    assert!(
+        v.results[0].is_some(),
+        "the quick look's result is shown at once"
+    );
+    assert!(v.provisional[0]);
+    assert_eq!(v.status, VersionStatus::Benchmarking, "still refining");
+    let a = finished(&app, Status::Ok, false, true);
+    update(&mut app, a);
+    let v = &app.versions[0];
+    assert!(!v.provisional[0]);
+    assert_eq!(v.status, VersionStatus::Done);
+}
+
+#[test]
+fn a_failed_or_skipped_quick_look_is_final() {
+    for (status, shown) in [
+        (Status::CheckFailed, VersionStatus::CheckFailed),
+        (Status::Skipped, VersionStatus::Done),
+    ] {
+        let mut app = sized_app();
+        let a = done(&app, 0, true);
+        update(&mut app, a);
+        let a = finished(&app, status, true, false);
+        update(&mut app, a);
+        assert!(!app.versions[0].provisional[0], "{status:?}");
+        // The GPU thread sends it again as final, as the last of the request.
+        let a = finished(&app, status, false, true);
+        update(&mut app, a);
+        assert!(!app.versions[0].provisional[0], "{status:?}");
+        assert_eq!(app.versions[0].status, shown, "{status:?}");
+    }
+}
+
+#[test]
+fn the_reseed_key_draws_new_inputs_and_reruns_every_compiled_version() {
+    let mut app = sized_app();
+    assert_eq!(update(&mut app, Action::Reseed), vec![Effect::Reseed]);
+    let a = done(&app, 0, true);
+    update(&mut app, a);
+    let generation = app.versions[0].generation;
+    assert_eq!(
+        update(&mut app, Action::Reseed),
+        vec![
+            Effect::Reseed,
+            Effect::Run {
+                index: 0,
+                generation
+            }
+        ]
+    );
+}

@@ -78,6 +78,9 @@ pub struct VersionView {
     pub results: Vec<Option<RunResult>>,
     /// Per problem size, the last benchmark's samples in µs, for the sparkline.
     pub samples: Vec<Vec<f64>>,
+    /// Per problem size: the shown result is a quick look (a few samples, taken first so the
+    /// viewed size has a checked, timed figure at once) that a full run is still refining.
+    pub provisional: Vec<bool>,
     /// Bumped on every change of the source; results from older generations are stale.
     pub generation: u64,
     /// The generation `compiled` and `results` came from.
@@ -229,6 +232,7 @@ impl App {
                 diagnostics: Vec::new(),
                 results: vec![None; sizes],
                 samples: vec![Vec::new(); sizes],
+                provisional: vec![false; sizes],
                 generation: 0,
                 shown_generation: 0,
             })

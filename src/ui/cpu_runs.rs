@@ -70,6 +70,7 @@ pub(super) fn cpu_thread(rx: Receiver<GpuRequest>, tx: Sender<Msg>) {
                     result: Box::new(result),
                     samples: Vec::new(),
                     last: k + 1 == n,
+                    provisional: false,
                 },
             }));
             if sent.is_err() {

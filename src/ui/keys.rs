@@ -85,6 +85,12 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
     ),
     ("theme", &["t"], "t", "next theme"),
     ("reconnect", &["c"], "c", "reconnect a lost GPU worker"),
+    (
+        "reseed",
+        &["n"],
+        "n",
+        "new inputs: a fresh seed, and every version runs again",
+    ),
 ];
 
 fn action_named(name: &str) -> Option<Action> {
@@ -117,6 +123,7 @@ fn action_named(name: &str) -> Option<Action> {
         "diagnostic_source" => Action::ToggleDiagnosticSource,
         "theme" => Action::CycleTheme,
         "reconnect" => Action::Reconnect,
+        "reseed" => Action::Reseed,
         _ => return None,
     })
 }

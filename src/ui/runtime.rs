@@ -56,6 +56,9 @@ pub struct Engine {
     reconnect: Option<Sender<()>>,
     /// With no GPU: the thread that checks versions on the CPU, started on first use.
     cpu: Option<Sender<GpuRequest>>,
+    /// The inputs' seed, the same across saves (so the worker keeps a size's inputs and
+    /// reference resident) until the reseed key draws a fresh one.
+    seed: u64,
 }
 
 impl Engine {
@@ -73,6 +76,7 @@ impl Engine {
             gpu: None,
             reconnect: None,
             cpu: None,
+            seed: fresh_seed(),
         }
     }
 
@@ -125,6 +129,10 @@ impl Engine {
                 if let Some(r) = &self.reconnect {
                     let _ = r.send(());
                 }
+            }
+            Effect::Reseed => {
+                self.seed = fresh_seed();
+                app.message = format!("new inputs: seed {}", self.seed);
             }
             Effect::Retarget(arch) => match Compiler::new(arch, Cache::default_location()) {
                 Ok(c) => self.compiler = Arc::new(c),
@@ -204,7 +212,9 @@ impl Engine {
     }
 
     /// Plans a version's runs at every size its backend takes, and queues them: on the GPU
-    /// when there is one, else on the CPU (checks only, labelled emulated).
+    /// when there is one, else on the CPU (checks only, labelled emulated). The size on screen
+    /// goes first, and on the GPU as a quick look (checked, with a few timed samples, shown as
+    /// provisional) before its full run and then the other sizes.
     fn request_run(&mut self, app: &mut App, index: usize, generation: u64) {
         let on_gpu = matches!(app.gpu, GpuState::Present(_));
         let queue = if on_gpu {
@@ -231,16 +241,20 @@ impl Engine {
             _ => None,
         };
         let opts = PlanOptions {
-            seed: fresh_seed(),
+            seed: self.seed,
             bench: watch_bench(on_gpu),
         };
-        let sizes = if on_gpu {
+        let mut sizes = if on_gpu {
             app.workspace.gpu_sizes()
         } else {
             app.workspace.cpu_sizes()
         };
+        let quick_look = on_gpu && sizes.contains(&app.size);
+        if let Some(p) = sizes.iter().position(|s| *s == app.size) {
+            sizes[..=p].rotate_right(1);
+        }
         let mut jobs = Vec::new();
-        for size_index in sizes {
+        for (k, size_index) in sizes.into_iter().enumerate() {
             let size = &app.workspace.sizes[size_index];
             let c = compiled.for_size(&size.name);
             let r = reference
@@ -258,7 +272,7 @@ impl Engine {
             )
             .map_err(|e| e.to_string());
             let (bytes, flops) = work(&app.workspace, v, size).unwrap_or((None, None));
-            jobs.push(PlannedRun {
+            let run = PlannedRun {
                 size: size_index,
                 size_name: size.name.clone(),
                 bytes,
@@ -268,7 +282,12 @@ impl Engine {
                     code: c.clone(),
                     reference: r.map(|(_, rc)| rc.clone()),
                 }),
-            });
+                provisional: false,
+            };
+            if k == 0 && quick_look {
+                jobs.push(run.quick_look());
+            }
+            jobs.push(run);
         }
         let peak = match &app.gpu {
             GpuState::Present(d) => d.peak().0,
@@ -295,6 +314,15 @@ impl Engine {
             .clone()
     }
 }
+
+/// The quick look's stop rule: a handful of samples, tens of milliseconds at most.
+const QUICK_LOOK: StopRule = StopRule {
+    min_samples: 3,
+    min_time_s: 0.0,
+    max_time_s: 0.03,
+    target_rel_std_error: 0.02,
+    max_samples: 64,
+};
 
 /// Watch mode favours quick feedback over the last digit: a shorter time budget per size.
 /// On the CPU there is nothing to time.
@@ -330,6 +358,22 @@ pub(super) struct PlannedRun {
     pub job: Result<RunJob, String>,
     /// For a CPU run: the compiles whose code runs (the version's and its reference's).
     pub cpu: Option<CpuJob>,
+    /// A quick look, refined by the run that follows it in the request.
+    pub provisional: bool,
+}
+
+impl PlannedRun {
+    /// This run as a quick look: checked, with a short warm-up and a few samples. The full run
+    /// after it needs no second check of the same inputs; it keeps the quick look's.
+    fn quick_look(&self) -> PlannedRun {
+        let mut quick = self.clone();
+        quick.provisional = true;
+        if let Ok(job) = &mut quick.job {
+            job.bench.warmup_ms = 2.0;
+            job.bench.stop = QUICK_LOOK;
+        }
+        quick
+    }
 }
 
 #[derive(Clone)]
@@ -401,10 +445,38 @@ fn gpu_thread(
         pull();
         let req = queue.borrow_mut().remove(0);
         let n = req.jobs.len();
+        // The last quick look's result and samples: its check stands for the full run that
+        // refines it.
+        let mut quick: Option<(RunResult, Vec<f64>)> = None;
         for (k, p) in req.jobs.iter().enumerate() {
             // A newer save of this version arrived: drop the rest of this request.
             if superseded(req.index) {
                 break;
+            }
+            let refines = quick
+                .take()
+                .filter(|(q, _)| !p.provisional && q.size == p.size_name);
+            if let Some((q, samples)) = refines
+                .as_ref()
+                .filter(|(q, _)| q.status != crate::report::Status::Ok)
+            {
+                // The quick look failed or was skipped: nothing to refine, and its result is
+                // final (sent again as such, so the version knows when its last size is in).
+                let final_result = Action::Run {
+                    index: req.index,
+                    generation: req.generation,
+                    size: p.size,
+                    event: RunEvent::Finished {
+                        result: Box::new(q.clone()),
+                        samples: samples.clone(),
+                        last: k + 1 == n,
+                        provisional: false,
+                    },
+                };
+                if !send(final_result) {
+                    return;
+                }
+                continue;
             }
             let mut result = RunResult::new(&req.version, &p.size_name, crate::report::Status::Ok);
             (result.bytes, result.flops) = (p.bytes, p.flops);
@@ -425,6 +497,20 @@ fn gpu_thread(
                             event: RunEvent::Phase(phase),
                         });
                     };
+                    let refined;
+                    let job = match &refines {
+                        Some(_) => {
+                            refined = RunJob {
+                                bench: BenchSpec {
+                                    check: false,
+                                    ..job.bench.clone()
+                                },
+                                ..job.clone()
+                            };
+                            &refined
+                        }
+                        None => job,
+                    };
                     let outcome = sup.run_cancellable(job, &mut phase, &cancel);
                     if outcome == JobResult::Cancelled {
                         // An in-flight benchmark of a superseded source: the newer one runs next.
@@ -434,7 +520,15 @@ fn gpu_thread(
                         samples = o.samples_us.clone();
                     }
                     crate::batch::fill_result(&mut result, outcome, req.peak);
+                    if let Some((q, _)) = &refines {
+                        if result.check.is_none() {
+                            result.check = q.check.clone();
+                        }
+                    }
                 }
+            }
+            if p.provisional {
+                quick = Some((result.clone(), samples.clone()));
             }
             let lost = !sup.connected();
             if lost {
@@ -452,6 +546,7 @@ fn gpu_thread(
                     result: Box::new(result),
                     samples,
                     last: k + 1 == n,
+                    provisional: p.provisional,
                 },
             }) {
                 return;

@@ -1,5 +1,6 @@
-//! The version list: one row per version with its live status, a `(stale)` marker while the
-//! shown results come from an older save, and the Compare marks `[1]` `[2]`. In a narrow list
+//! The version list: one row per version with its live status (`provisional, refining` while a
+//! quick look at the viewed size is being refined), a `(stale)` marker while the shown results
+//! come from an older save, and the Compare marks `[1]` `[2]`. In a narrow list
 //! the status word is cut first: the icon, name, marks and `(stale)` always show.
 
 use super::format::version_status;
@@ -71,7 +72,13 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         if v.stale() {
             pen.text(buf, " (stale)", theme.style(Role::Stale));
         }
-        let label = truncate(v.status.label(), pen.room().saturating_sub(1));
+        // The viewed size shows a quick look's figures while its full run refines them.
+        let status = if v.provisional.get(app.size) == Some(&true) {
+            "provisional, refining"
+        } else {
+            v.status.label()
+        };
+        let label = truncate(status, pen.room().saturating_sub(1));
         pen.text(buf, " ", theme.style(Role::Text))
             .text(buf, &label, theme.style(role));
         if i == app.selected {

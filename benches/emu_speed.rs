@@ -1,10 +1,11 @@
 //! The emulator's speed, as a benchmark rather than a timed test (CI machines are noisy):
 //!
-//!     cargo test --release --test emu_speed -- --ignored --nocapture
+//!     cargo bench --bench emu_speed
 //!
 //! runs elementwise-add v1 at N = 1Mi and softmax v3 at 4096x1024 through the emulator on this
 //! machine's cores and prints wall time and lane-instructions per second for each.
 
+#[path = "../tests/support/mod.rs"]
 mod support;
 
 use kwb::emu::{run, InitState, Launch, Memory, Module, Options};
@@ -64,9 +65,7 @@ fn bench(
     );
 }
 
-#[test]
-#[ignore = "a benchmark: run in release, see the module docs"]
-fn emulator_speed() {
+fn main() {
     let n = 1usize << 20;
     bench(
         "elementwise-add v1 @ 1Mi",
