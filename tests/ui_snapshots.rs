@@ -13,7 +13,7 @@ mod support;
 
 use kwb::compile::{Arch, CompiledVersion};
 use kwb::report::{CheckSummary, DeviceInfo, RunResult, Status};
-use kwb::run::stats::{summarize, StopReason};
+use kwb::run::stats::{summarize, StopReason, Timer};
 use kwb::ui::app::{
     App, CompareRow, CompareView, Focus, GpuState, RowKind, Tab, VersionStatus, WhatIf,
 };
@@ -140,6 +140,7 @@ fn device() -> DeviceInfo {
         memory_clock_khz: 2_619_000,
         theoretical_bandwidth_gbps: 3352.3,
         measured_copy_gbps: Some(2962.5),
+        stream_kernel_gbps: None,
         driver_version: 13000,
     }
 }
@@ -534,6 +535,60 @@ fn full_results() {
     insta::assert_snapshot!(
         "panel_bandwidth_short",
         panel(&app, 40, 5, panels::bandwidth::render)
+    );
+}
+
+/// Every version timed at the first size (1Mi, L2-resident) on a GPU whose peak is kwb's stream
+/// kernel; v1 with CUPTI (events beside it), v2 with events alone. Independent of `GBPS`.
+fn clocked_app() -> App {
+    let mut app = compiled_app();
+    let dev = DeviceInfo {
+        stream_kernel_gbps: Some(3210.0),
+        ..device()
+    };
+    let peak = dev.peak().0;
+    app.gpu = GpuState::Present(dev);
+    let n = app.workspace.sizes[0].vars[0].1 as u64;
+    for (i, v) in app.versions.iter_mut().enumerate() {
+        let bytes = 3 * n * if i < 2 { 4 } else { 2 };
+        let median = 4.58 + i as f64 * 0.5;
+        let samples: Vec<f64> = (0..40)
+            .map(|k| median * (1.0 + (k % 5) as f64 * 0.002))
+            .collect();
+        let mut t = summarize(&samples).unwrap();
+        t.timer = Some(if i == 1 { Timer::Events } else { Timer::Cupti });
+        t.event_median_us = Some(if i == 1 { t.median_us } else { median + 1.76 });
+        t.l2_resident = Some(true);
+        let mut r = RunResult::new(
+            v.name.clone(),
+            app.workspace.sizes[0].name.clone(),
+            Status::Ok,
+        );
+        (r.bytes, r.flops) = (Some(bytes), Some(n));
+        r.set_timing(t, StopReason::Converged, peak);
+        v.results[0] = Some(r);
+        v.samples[0] = samples;
+    }
+    app.size = 0;
+    app
+}
+
+#[test]
+fn timer_and_l2_residency() {
+    let mut app = clocked_app();
+    app.selected = 0;
+    insta::assert_snapshot!(
+        "panel_timing_cupti",
+        panel(&app, 40, 8, panels::timing::render)
+    );
+    app.selected = 1;
+    insta::assert_snapshot!(
+        "panel_timing_events",
+        panel(&app, 40, 8, panels::timing::render)
+    );
+    insta::assert_snapshot!(
+        "panel_bandwidth_l2",
+        panel(&app, 44, 11, panels::bandwidth::render)
     );
 }
 

@@ -63,8 +63,8 @@ impl SearchRoots {
     }
 
     /// Adds the active Python's site-packages (spawns `python3` once; only called when the
-    /// cheaper places came up empty).
-    fn with_python(mut self) -> SearchRoots {
+    /// cheaper places came up empty; also by the CUPTI locator, `run::cupti_locate`).
+    pub fn with_python(mut self) -> SearchRoots {
         self.site_packages.extend(python_site_packages());
         self
     }

@@ -42,6 +42,29 @@ mod tests {
     use crate::report::table::tests::sample_report;
 
     #[test]
+    fn the_timing_fields_round_trip_and_old_reports_read_without_them() {
+        let mut report = sample_report();
+        report.device.as_mut().unwrap().stream_kernel_gbps = Some(3210.5);
+        let t = report.results[0].timing.as_mut().unwrap();
+        t.timer = Some(crate::run::stats::Timer::Cupti);
+        t.event_median_us = Some(9.25);
+        t.busy_median_us = Some(7.5);
+        t.l2_resident = Some(true);
+        let text = to_json(&report);
+        assert!(text.contains("\"timer\": \"cupti\""), "{text}");
+        assert!(text.contains("\"event_median_us\": 9.25"), "{text}");
+        assert!(text.contains("\"l2_resident\": true"), "{text}");
+        assert!(text.contains("\"stream_kernel_gbps\": 3210.5"), "{text}");
+        assert_eq!(from_json(&text).unwrap(), report);
+        // A report written before these fields existed reads back with them absent.
+        let old = to_json(&sample_report());
+        assert!(!old.contains("timer") && !old.contains("stream_kernel_gbps"));
+        let back = from_json(&old).unwrap();
+        assert_eq!(back.results[0].timing.as_ref().unwrap().timer, None);
+        assert_eq!(back.device.unwrap().stream_kernel_gbps, None);
+    }
+
+    #[test]
     fn round_trip() {
         let report = sample_report();
         let text = to_json(&report);

@@ -17,7 +17,7 @@ pub mod table;
 pub use baseline::{compare, render_regression, Regression};
 pub use finding::{Backend, Finding};
 
-use crate::run::stats::{Stats, StopReason};
+use crate::run::stats::{Stats, StopReason, Timer};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -57,22 +57,33 @@ pub struct DeviceInfo {
     pub memory_clock_khz: u32,
     /// From the memory clock and bus width, in GB/s (10⁹ bytes per second).
     pub theoretical_bandwidth_gbps: f64,
-    /// A device-to-device copy measured at start-up, in GB/s: the realistic peak.
+    /// A device-to-device copy measured at start-up, in GB/s.
     pub measured_copy_gbps: Option<f64>,
+    /// The best of kwb's own streaming kernels (128-bit loads and stores, several in flight
+    /// per thread), measured at start-up, in GB/s. Absent from reports of older kwb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_kernel_gbps: Option<f64>,
     /// As the CUDA driver reports it, e.g. 13000 for 13.0.
     pub driver_version: i32,
 }
 
 impl DeviceInfo {
-    /// The bandwidth peak that `% of peak` is taken against, with a label saying which one:
-    /// the measured copy when there is one, else the theoretical figure.
+    /// The bandwidth peak that `% of peak` is taken against, with a label saying how it was
+    /// obtained: the best of the measured copy and kwb's stream kernel, else the theoretical
+    /// figure.
     pub fn peak(&self) -> (Option<f64>, &'static str) {
-        match self.measured_copy_gbps {
-            Some(g) if g > 0.0 => (Some(g), "measured copy peak"),
-            _ if self.theoretical_bandwidth_gbps > 0.0 => {
+        let measured = |v: Option<f64>| v.filter(|g| g.is_finite() && *g > 0.0);
+        match (
+            measured(self.measured_copy_gbps),
+            measured(self.stream_kernel_gbps),
+        ) {
+            (Some(c), Some(k)) if k > c => (Some(k), "kwb stream kernel peak"),
+            (Some(c), _) => (Some(c), "measured copy peak"),
+            (None, Some(k)) => (Some(k), "kwb stream kernel peak"),
+            (None, None) if self.theoretical_bandwidth_gbps > 0.0 => {
                 (Some(self.theoretical_bandwidth_gbps), "theoretical peak")
             }
-            _ => (None, "no peak"),
+            (None, None) => (None, "no peak"),
         }
     }
 }
@@ -335,6 +346,31 @@ pub(crate) fn grouped(report: &BatchReport) -> Vec<&RunResult> {
     rows
 }
 
+/// The timers the report's timed results used, in the order first seen (empty for reports of
+/// kwb before CUPTI timing, which did not say).
+pub(crate) fn timers(report: &BatchReport) -> Vec<Timer> {
+    let mut seen = Vec::new();
+    for t in report
+        .results
+        .iter()
+        .filter_map(|r| r.timing.as_ref()?.timer)
+    {
+        if !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    seen
+}
+
+/// What the header says about the timer: `cupti`, `events`, or `cupti, events where marked`.
+pub(crate) fn timer_label(report: &BatchReport) -> Option<String> {
+    match timers(report).as_slice() {
+        [] => None,
+        [one] => Some(one.to_string()),
+        _ => Some("cupti, events where marked".into()),
+    }
+}
+
 /// The regression for a result, if any.
 pub(crate) fn regression_of<'a>(r: &RunResult, regs: &'a [Regression]) -> Option<&'a Regression> {
     regs.iter()
@@ -390,6 +426,20 @@ mod tests {
         assert!((d.intensity.unwrap() - 1.0 / 6.0).abs() < 1e-12);
         assert_eq!(derive(Some(1), None, 0.0, Some(1.0)), Derived::default());
         assert_eq!(derive(Some(1000), None, 1.0, None).pct_of_peak, None);
+    }
+
+    #[test]
+    fn the_peak_is_the_best_measured_figure_and_says_which() {
+        let mut d = sample_report().device.unwrap();
+        assert_eq!(d.peak(), (Some(3000.0), "measured copy peak"));
+        d.stream_kernel_gbps = Some(3210.0);
+        assert_eq!(d.peak(), (Some(3210.0), "kwb stream kernel peak"));
+        d.stream_kernel_gbps = Some(2900.0);
+        assert_eq!(d.peak(), (Some(3000.0), "measured copy peak"));
+        d.measured_copy_gbps = None;
+        assert_eq!(d.peak(), (Some(2900.0), "kwb stream kernel peak"));
+        d.stream_kernel_gbps = Some(f64::NAN);
+        assert_eq!(d.peak(), (Some(3352.5), "theoretical peak"));
     }
 
     #[test]

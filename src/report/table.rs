@@ -3,7 +3,7 @@
 //! terminal, a CI log or a pasted issue. Column widths follow the content.
 
 use super::{fmt_us, grouped, reason, regression_of, BatchReport, Regression, Status, Summary};
-use crate::run::stats::StopReason;
+use crate::run::stats::{StopReason, Timer};
 
 const HEADERS: [&str; 8] = [
     "version",
@@ -28,6 +28,11 @@ enum Row {
 /// listed below.
 pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
     let opt = |x: Option<f64>, f: &dyn Fn(f64) -> String| x.map(f).unwrap_or_else(|| "-".into());
+    let timers = super::timers(report);
+    let marked_events = timers.len() > 1;
+    let l2 = report.results.iter().any(|r| {
+        r.pct_of_peak.is_some() && r.timing.as_ref().and_then(|t| t.l2_resident) == Some(true)
+    });
     let mut unconverged = false;
     let mut groups: Vec<Vec<Row>> = Vec::new();
     let mut last_size = None;
@@ -54,13 +59,29 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
                 Some(_) => "FAIL",
                 None => "-",
             };
+            // Marks, padded so the numbers stay aligned: in a report timed both ways the
+            // events-timed figures say so, and L2-resident sizes say so after their %.
+            let mut time = opt(t.map(|t| t.median_us), &fmt_us);
+            if marked_events {
+                let events = t.and_then(|t| t.timer) == Some(Timer::Events);
+                time.push_str(if events { " (events)" } else { "         " });
+            }
+            let mut pct = opt(r.pct_of_peak, &|p| format!("{p:.1}%"));
+            if l2 {
+                let resident = t.and_then(|t| t.l2_resident) == Some(true);
+                pct.push_str(if resident && r.pct_of_peak.is_some() {
+                    " L2"
+                } else {
+                    "   "
+                });
+            }
             Row::Cells([
                 r.version.clone(),
                 r.size.clone(),
-                opt(t.map(|t| t.median_us), &fmt_us),
+                time,
                 opt(t.map(|t| t.cv), &|cv| format!("±{:.1}%", cv * 100.0)),
                 opt(r.gbps, &|g| format!("{g:.1}")),
-                opt(r.pct_of_peak, &|p| format!("{p:.1}%")),
+                pct,
                 check.to_string(),
                 status,
             ])
@@ -122,15 +143,28 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
     if unconverged {
         out += "* stopped on the time or sample limit before reaching the target error\n";
     }
+    if l2 {
+        let cache = report
+            .device
+            .as_ref()
+            .map(|d| format!("the {:.0} MiB L2", d.l2_bytes as f64 / (1u64 << 20) as f64))
+            .unwrap_or_else(|| "L2".into());
+        out += &format!(
+            "L2: L2-resident, the buffers fit in {cache}: its % of peak is not DRAM bandwidth\n"
+        );
+    }
     for g in regressions {
         out += &format!("regression: {}\n", super::render_regression(g));
     }
     out
 }
 
-/// `device: NAME (arch) · mode: hot · measured copy peak: 3000.0 GB/s`, then a line with the
-/// device's facts (SMs, L2, memory, clocks, theoretical bandwidth).
+/// `device: NAME (arch) · mode: hot · timer: cupti · measured copy peak: 3000.0 GB/s`, then a
+/// line with the device's facts (SMs, L2, memory, clocks, theoretical bandwidth).
 fn header_line(report: &BatchReport) -> String {
+    let timer = super::timer_label(report)
+        .map(|t| format!(" · timer: {t}"))
+        .unwrap_or_default();
     match &report.device {
         Some(d) => {
             let (peak, label) = d.peak();
@@ -138,8 +172,16 @@ fn header_line(report: &BatchReport) -> String {
                 .map(|p| format!(" · {label}: {p:.1} GB/s"))
                 .unwrap_or_default();
             let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+            // With the stream kernel measured, both figures the peak is the best of.
+            let measured = match (d.measured_copy_gbps, d.stream_kernel_gbps) {
+                (c, Some(k)) => format!(
+                    " · copy {} · kwb stream kernel {k:.0} GB/s",
+                    c.map_or("-".into(), |c| format!("{c:.0} GB/s"))
+                ),
+                _ => String::new(),
+            };
             format!(
-                "device: {} ({}) · mode: {}{peak}\n        {} SMs · L2 {:.0} MiB · {:.0} GiB · SM {} MHz · memory {} MHz · theoretical {:.0} GB/s\n",
+                "device: {} ({}) · mode: {}{timer}{peak}\n        {} SMs · L2 {:.0} MiB · {:.0} GiB · SM {} MHz · memory {} MHz · theoretical {:.0} GB/s{measured}\n",
                 d.name,
                 d.arch,
                 report.mode,
@@ -151,7 +193,7 @@ fn header_line(report: &BatchReport) -> String {
                 d.theoretical_bandwidth_gbps
             )
         }
-        None => format!("device: none · mode: {}\n", report.mode),
+        None => format!("device: none · mode: {}{timer}\n", report.mode),
     }
 }
 
@@ -171,6 +213,11 @@ pub(crate) mod tests {
             std_us: cv * median_us,
             cv,
             rel_std_error: cv / (samples as f64).sqrt(),
+            timer: None,
+            timer_note: None,
+            event_median_us: None,
+            busy_median_us: None,
+            l2_resident: None,
         }
     }
 
@@ -186,6 +233,7 @@ pub(crate) mod tests {
             memory_clock_khz: 2_619_000,
             theoretical_bandwidth_gbps: 3352.5,
             measured_copy_gbps: Some(3000.0),
+            stream_kernel_gbps: None,
             driver_version: 13000,
         };
         let ok = |v: &str, size: &str, us: f64| {
@@ -274,5 +322,46 @@ v1-cp    | 16M  | skipped
         assert!(out.ends_with(
             "regression: v0-naive @ 16M: 60.00 µs → 70.00 µs (+16.7% slower, noise ±1.0%)\n"
         ));
+    }
+
+    #[test]
+    fn timers_l2_residency_and_the_stream_kernel_peak_are_labelled() {
+        let mut report = sample_report();
+        report.results.truncate(1);
+        let dev = report.device.as_mut().unwrap();
+        dev.stream_kernel_gbps = Some(3210.0);
+        let mut cupti = report.results[0].clone();
+        let t = cupti.timing.as_mut().unwrap();
+        (t.timer, t.event_median_us, t.l2_resident) = (Some(Timer::Cupti), Some(9.5), Some(true));
+        let mut events = report.results[0].clone();
+        events.size = "16M".into();
+        let t = events.timing.as_mut().unwrap();
+        (t.timer, t.l2_resident) = (Some(Timer::Events), Some(false));
+        report.results = vec![cupti, events];
+        let out = render(&report, &[]);
+        assert!(
+            out.starts_with(
+                "device: NVIDIA H100 80GB HBM3 (sm_90) · mode: hot · timer: cupti, events where marked · kwb stream kernel peak: 3210.0 GB/s\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("theoretical 3352 GB/s · copy 3000 GB/s · kwb stream kernel 3210 GB/s\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| 1M   |   8.000          | ±1.0% | 1500.0 |  50.0% L2 |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| 16M  |   8.000 (events) | ±1.0% | 1500.0 |  50.0%    |"),
+            "{out}"
+        );
+        assert!(out.contains("\nL2: L2-resident, the buffers fit in the 50 MiB L2: its % of peak is not DRAM bandwidth\n"), "{out}");
+        // One timer: said once in the header, no marks.
+        report.results.truncate(1);
+        let out = render(&report, &[]);
+        assert!(out.contains(" · timer: cupti · "), "{out}");
+        assert!(!out.contains("(events)"), "{out}");
     }
 }

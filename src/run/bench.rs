@@ -1,13 +1,16 @@
-//! Timing a program on the GPU the way a kernel author can trust: CUDA events around the timed
-//! region only, a warm-up by time, L2 flushed outside the timed region in cold mode, CUDA graphs
-//! to take launch overhead out in graph mode, and a stopping rule on the standard error.
+//! Timing a program on the GPU the way a kernel author can trust: the kernels' own GPU
+//! timestamps from CUPTI (CUDA events where CUPTI is missing, labelled so), events kept as a
+//! second figure, a warm-up by time, L2 flushed outside the timed region in cold mode, CUDA
+//! graphs to take launch overhead out in graph mode, and a stopping rule on the standard error.
 
+use super::cupti::{cupti, Trace};
 use super::device::{DevBuf, Event, Graph, Stream};
+use super::kernel_span::{run_spans, KernelRecord, RunTags, RunTime};
 use super::program::Loaded;
 use super::protocol::{BenchMode, BenchSpec};
-use super::stats::{summarize, Running, Stats, StopReason};
+use super::stats::{summarize, Running, Stats, StopReason, Timer};
 use cudarc::driver::result::DriverError as CuError;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Launches captured per graph replay: enough that a replay lasts about this long.
 const GRAPH_TARGET_MS: f64 = 1.0;
@@ -17,10 +20,73 @@ const SAMPLE_TARGET_MS: f64 = 0.25;
 const MAX_RUNS_PER_SAMPLE: usize = 32;
 
 pub struct Timing {
+    /// With `timer`, `event_median_us` and (with CUPTI) `busy_median_us` filled in.
     pub stats: Stats,
     pub stop: StopReason,
-    /// Every sample, µs per run.
+    /// Every sample, µs per run, as timed by `stats.timer`.
     pub samples: Vec<f64>,
+    /// Why CUPTI did not time this benchmark, when it did not.
+    pub fallback: Option<String>,
+}
+
+/// The kernels' clock: a CUPTI trace while it works; once it fails (or when there is no
+/// CUPTI) the reason, and the benchmark goes on with events.
+struct KernelClock {
+    trace: Option<Trace>,
+    why_not: Option<String>,
+}
+
+impl KernelClock {
+    fn start() -> KernelClock {
+        match cupti().and_then(|c| c.start()) {
+            Ok(t) => KernelClock {
+                trace: Some(t),
+                why_not: None,
+            },
+            Err(why) => KernelClock {
+                trace: None,
+                why_not: Some(why),
+            },
+        }
+    }
+
+    /// The correlation id of the launch just made (0 when unknown or not tracing).
+    fn tag(&self) -> u32 {
+        self.trace.as_ref().map_or(0, Trace::last_correlation)
+    }
+
+    /// Each run's GPU time, once the runs have finished; `None` (and events from now on) when
+    /// the records do not account for every launch.
+    fn runs(&mut self, tags: &[RunTags]) -> Option<Vec<RunTime>> {
+        let trace = self.trace.as_ref()?;
+        let mut records: Vec<KernelRecord> = Vec::new();
+        let mut result = Err(String::new());
+        // Records can trail the synchronize by a moment: one more look before giving up.
+        for attempt in 0..3 {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            match trace.collect() {
+                Ok(more) => records.extend(more),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            result = run_spans(tags, &records).map_err(|e| e.to_string());
+            if result.is_ok() {
+                break;
+            }
+        }
+        match result {
+            Ok(times) => Some(times),
+            Err(why) => {
+                self.trace = None;
+                self.why_not = Some(format!("CUPTI records unusable: {why}"));
+                None
+            }
+        }
+    }
 }
 
 /// Runs `program` until the stopping rule is met and returns per-run statistics in µs.
@@ -70,19 +136,37 @@ pub fn benchmark(
     let pairs: Vec<(Event, Event)> = (0..per_sample)
         .map(|_| Ok((Event::new()?, Event::new()?)))
         .collect::<Result<_, CuError>>()?;
-    let mut samples = Vec::new();
+    let launches = program.launches();
+    let mut clock = KernelClock::start();
+    let mut event_samples = Vec::new();
+    let mut gpu_samples = Vec::new();
+    let mut busy_samples = Vec::new();
     let mut running = Running::new();
     let began = Instant::now();
     let mut flip = 0u8;
     let stop = loop {
-        let us = match &graph {
+        let (event_us, gpu) = match &graph {
             Some((g, per)) => {
                 start.record(s)?;
                 g.launch(s)?;
+                let tag = clock.tag();
                 end.record(s)?;
-                start.elapsed_ms(&end)? * 1e3 / *per as f64
+                // A replay is one run: its own id, or (matched by order) all its kernels.
+                let run = if tag == 0 {
+                    vec![0; per * launches]
+                } else {
+                    vec![tag]
+                };
+                let per = *per as f64;
+                let event_us = start.elapsed_ms(&end)? * 1e3 / per;
+                let gpu = clock.runs(&[run]).and_then(|t| {
+                    let t = t.first()?;
+                    Some((t.span_us / per, t.busy_us / per))
+                });
+                (event_us, gpu)
             }
             None => {
+                let mut tags: Vec<RunTags> = Vec::with_capacity(per_sample);
                 for (a, b) in &pairs {
                     if spec.mode == BenchMode::Cold {
                         // Overwrite L2 with other data before the timed region, not inside it.
@@ -90,18 +174,41 @@ pub fn benchmark(
                         s.memset(flush, flip)?;
                     }
                     a.record(s)?;
-                    program.enqueue(s)?;
+                    let mut run = Vec::with_capacity(launches);
+                    program.enqueue_each(s, || run.push(clock.tag()))?;
                     b.record(s)?;
+                    tags.push(run);
                 }
                 let mut runs = Vec::with_capacity(per_sample);
                 for (a, b) in &pairs {
                     runs.push(a.elapsed_ms(b)? * 1e3);
                 }
-                interquartile_mean(&mut runs)
+                let gpu = clock.runs(&tags).map(|t| {
+                    let mut spans: Vec<f64> = t.iter().map(|r| r.span_us).collect();
+                    let mut busy: Vec<f64> = t.iter().map(|r| r.busy_us).collect();
+                    (
+                        interquartile_mean(&mut spans),
+                        interquartile_mean(&mut busy),
+                    )
+                });
+                (interquartile_mean(&mut runs), gpu)
             }
         };
-        samples.push(us);
-        running.push(us);
+        event_samples.push(event_us);
+        match gpu {
+            Some((span, busy)) => {
+                gpu_samples.push(span);
+                busy_samples.push(busy);
+                running.push(span);
+            }
+            None if !gpu_samples.is_empty() => {
+                // CUPTI failed part-way: the whole benchmark is events from here on.
+                gpu_samples.clear();
+                busy_samples.clear();
+                running = event_samples.iter().copied().collect();
+            }
+            None => running.push(event_us),
+        }
         beat();
         if let Some(reason) = spec
             .stop
@@ -110,13 +217,23 @@ pub fn benchmark(
             break reason;
         }
     };
-    let stats = summarize(&samples).ok_or(CuError(
-        cudarc::driver::sys::cudaError_enum::CUDA_ERROR_UNKNOWN,
-    ))?;
+    drop(clock.trace.take());
+    let unknown = || CuError(cudarc::driver::sys::cudaError_enum::CUDA_ERROR_UNKNOWN);
+    let events = summarize(&event_samples).ok_or_else(unknown)?;
+    let (timer, samples) = if gpu_samples.is_empty() {
+        (Timer::Events, event_samples)
+    } else {
+        (Timer::Cupti, gpu_samples)
+    };
+    let mut stats = summarize(&samples).ok_or_else(unknown)?;
+    stats.timer = Some(timer);
+    stats.event_median_us = Some(events.median_us);
+    stats.busy_median_us = summarize(&busy_samples).map(|b| b.median_us);
     Ok(Timing {
         stats,
         stop,
         samples,
+        fallback: clock.why_not,
     })
 }
 

@@ -54,6 +54,8 @@ pub struct Workbench {
     pub stream: Stream,
     /// At least twice the L2 size: written between cold-mode samples.
     pub flush: DevBuf,
+    /// The device's L2 size, for marking results whose buffers fit in it.
+    pub l2_bytes: u64,
     /// The last job's inputs and reference, reused while the next job asks for the same.
     pub data: Option<Data>,
 }
@@ -167,17 +169,49 @@ pub fn run_job(
     if job.bench.benchmark {
         progress.phase(Phase::Benchmarking);
         let Timing {
-            stats,
+            mut stats,
             stop,
             samples,
+            fallback,
         } = benchmark(&mut program, &wb.stream, &wb.flush, &job.bench, &mut || {
             progress.beat()
         })?;
+        if let Some(why) = fallback {
+            note_fallback(&why);
+            stats.timer_note = Some(why);
+        }
+        stats.l2_resident = Some(l2_resident(working_set(&job.buffers), wb.l2_bytes));
         outcome.timing = Some(stats);
         outcome.stop = Some(stop);
         outcome.samples_us = samples[samples.len().saturating_sub(256)..].to_vec();
     }
     Ok(outcome)
+}
+
+/// The bytes of every buffer the version touches, red zones not counted.
+pub fn working_set(buffers: &[BufferSpec]) -> u64 {
+    buffers
+        .iter()
+        .map(|b| {
+            let elems = b
+                .shape
+                .iter()
+                .fold(1u64, |n, d| n.saturating_mul(*d as u64));
+            elems.saturating_mul(b.dtype.size())
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// Whether a working set fits in L2 together (so its GB/s is not DRAM bandwidth). An unknown
+/// L2 size (0) marks nothing.
+pub fn l2_resident(working_set: u64, l2_bytes: u64) -> bool {
+    l2_bytes > 0 && working_set <= l2_bytes
+}
+
+/// Says once per worker, on its stderr, why kernels are timed with events.
+fn note_fallback(why: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("kwb worker: timing with CUDA events: {why}"));
 }
 
 /// Waits for every upload. `cuMemcpyHtoD` from pageable memory may return before its DMA
@@ -262,4 +296,51 @@ fn run_reference_version(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{l2_resident, working_set};
+    use crate::run::protocol::{BufferSpec, Role};
+    use crate::workspace::{DType, Init};
+
+    fn buf(dtype: DType, n: usize) -> BufferSpec {
+        BufferSpec {
+            name: "x".into(),
+            dtype,
+            shape: vec![n],
+            init: Init::Arange,
+            role: Role::Input,
+            initialized: false,
+        }
+    }
+
+    #[test]
+    fn a_size_is_l2_resident_when_all_its_buffers_fit_together() {
+        let mib = 1u64 << 20;
+        // The add at 1Mi: three f32 buffers, 12 MiB, fit in an H100's 50 MiB L2.
+        let add_1mi = [
+            buf(DType::F32, 1 << 20),
+            buf(DType::F32, 1 << 20),
+            buf(DType::F32, 1 << 20),
+        ];
+        assert_eq!(working_set(&add_1mi), 12 * mib);
+        assert!(l2_resident(working_set(&add_1mi), 50 * mib));
+        // At 16Mi in f16 they take 96 MiB: DRAM.
+        let add_16mi = [
+            buf(DType::F16, 16 << 20),
+            buf(DType::F16, 16 << 20),
+            buf(DType::F16, 16 << 20),
+        ];
+        assert!(!l2_resident(working_set(&add_16mi), 50 * mib));
+        // Exactly the L2 still fits; an unknown L2 (0) marks nothing.
+        assert!(l2_resident(50 * mib, 50 * mib));
+        assert!(!l2_resident(0, 0));
+        // Absurd shapes saturate instead of overflowing.
+        let huge = BufferSpec {
+            shape: vec![usize::MAX, usize::MAX],
+            ..buf(DType::F64, 1)
+        };
+        assert_eq!(working_set(&[huge]), u64::MAX);
+    }
 }

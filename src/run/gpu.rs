@@ -114,6 +114,7 @@ impl Gpu {
                 / 8.0
                 / 1e9,
             measured_copy_gbps: None,
+            stream_kernel_gbps: None,
             driver_version,
         })
     }

@@ -113,6 +113,17 @@ impl Loaded {
 
     /// Enqueues every launch of the program on `s`.
     pub fn enqueue(&mut self, s: &Stream) -> Result<(), CuError> {
+        self.enqueue_each(s, || {})
+    }
+
+    /// How many kernel launches one run of the program makes.
+    pub fn launches(&self) -> usize {
+        self.launches.len()
+    }
+
+    /// Enqueues every launch, calling `after` right after each one (to read the launch's
+    /// CUPTI correlation id).
+    pub fn enqueue_each(&mut self, s: &Stream, mut after: impl FnMut()) -> Result<(), CuError> {
         for l in &mut self.launches {
             unsafe {
                 result::launch_kernel(
@@ -124,6 +135,7 @@ impl Loaded {
                     &mut l.ptrs,
                 )?;
             }
+            after();
         }
         Ok(())
     }

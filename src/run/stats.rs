@@ -6,7 +6,8 @@
 //! and what baselines are compared on, so it lives apart from the GPU code and is unit-tested
 //! without a GPU.
 //!
-//! All times are in microseconds; every sample is one kernel (or graph) launch's duration.
+//! All times are in microseconds; every sample is one run's duration (one launch, or the span
+//! of a multi-launch version's kernels, or a graph replay per launch).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -27,6 +28,50 @@ pub struct Stats {
     pub cv: f64,
     /// Relative standard error of the mean, `std / sqrt(n) / mean`: how well the mean is known.
     pub rel_std_error: f64,
+    /// What the samples were timed with; absent from results of kwb before CUPTI timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer: Option<Timer>,
+    /// Why the samples were timed with events when CUPTI was wanted (not found, failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_note: Option<String>,
+    /// The median of the same runs timed with CUDA events (what a caller waits: launch and
+    /// timestamp overhead included). Equals `median_us` when `timer` is `events`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_median_us: Option<f64>,
+    /// With CUPTI: the median of the kernels' own durations summed per run. Below
+    /// `median_us` by the gaps between the kernels of a multi-launch version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_median_us: Option<f64>,
+    /// The buffers the version moves fit in the device's L2 together: its GB/s is then not
+    /// DRAM bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_resident: Option<bool>,
+}
+
+/// The clock a run was timed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timer {
+    /// CUPTI's kernel records: the GPU's own start and end timestamps of the kernels.
+    Cupti,
+    /// CUDA events around the launches: the kernels plus launch and timestamp overhead.
+    Events,
+}
+
+impl Timer {
+    /// The name used in every format (the same as in JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timer::Cupti => "cupti",
+            Timer::Events => "events",
+        }
+    }
+}
+
+impl fmt::Display for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Summarizes samples (µs). Non-finite samples (NaN, ±∞) are ignored; returns `None` when no
@@ -66,6 +111,11 @@ pub fn summarize(samples_us: &[f64]) -> Option<Stats> {
         std_us,
         cv: ratio(std_us),
         rel_std_error: ratio(std_us / (n as f64).sqrt()),
+        timer: None,
+        timer_note: None,
+        event_median_us: None,
+        busy_median_us: None,
+        l2_resident: None,
     })
 }
 

@@ -7,6 +7,7 @@ use super::bench::measure_copy_peak;
 use super::device::{error_name, DevBuf, Stream};
 use super::execute::{run_job, ExecError, Progress, Workbench};
 use super::gpu::Gpu;
+use super::peak::Peaks;
 use super::protocol::{read_frame, write_frame, Phase, ProtocolError, Reply, Request, PROTOCOL};
 use crate::report::DeviceInfo;
 use std::io::Write;
@@ -185,13 +186,10 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
     let stream = Stream::new().map_err(cu)?;
     let flush = DevBuf::alloc((2 * facts.l2_bytes as usize).max(1 << 20)).map_err(cu)?;
-    let measured = super::peak::cached_or_measure(&facts, || {
-        let (free, _) = cudarc::driver::result::mem_get_info().map_err(cu)?;
-        let bytes = (1usize << 30).min(free / 4) & !0xfff;
-        measure_copy_peak(&stream, bytes).map_err(cu)
-    });
+    let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts));
     let info = DeviceInfo {
-        measured_copy_gbps: measured.ok(),
+        measured_copy_gbps: peaks.copy_gbps,
+        stream_kernel_gbps: peaks.stream_kernel_gbps,
         ..facts
     };
     Ok(Open {
@@ -199,8 +197,37 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
         bench: Workbench {
             stream,
             flush,
+            l2_bytes: info.l2_bytes,
             data: None,
         },
         info,
     })
+}
+
+/// The copy and stream-kernel peaks over buffers of up to 1 GiB (a quarter of free memory at
+/// most, three buffers for the triad); a failure leaves that figure out, said on stderr.
+fn measure_peaks(stream: &Stream, facts: &DeviceInfo) -> Peaks {
+    let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
+    let bytes = match cudarc::driver::result::mem_get_info() {
+        Ok((free, _)) => (1usize << 30).min(free / 4) & !0xfff,
+        Err(e) => {
+            eprintln!("kwb worker: cannot measure the bandwidth peak: {}", cu(e));
+            return Peaks::default();
+        }
+    };
+    let copy = measure_copy_peak(stream, bytes).map_err(cu);
+    let kernel =
+        super::stream_peak::measure(stream, facts.sm_count, (bytes / 3) & !0xfff).map_err(cu);
+    match (&copy, &kernel) {
+        (Err(e), _) => eprintln!("kwb worker: the copy peak failed: {e}"),
+        (_, Err(e)) => eprintln!("kwb worker: the stream-kernel peak failed: {e}"),
+        (Ok(c), Ok(k)) => eprintln!(
+            "kwb worker: bandwidth peak: copy engine {c:.0} GB/s, kwb stream kernel {:.0} GB/s ({})",
+            k.gbps, k.config
+        ),
+    }
+    Peaks {
+        copy_gbps: copy.ok(),
+        stream_kernel_gbps: kernel.ok().map(|k| k.gbps),
+    }
 }

@@ -183,6 +183,7 @@ fn a_gpu_of_another_arch_recompiles_everything_for_it() {
         memory_clock_khz: 1,
         theoretical_bandwidth_gbps: 1.0,
         measured_copy_gbps: None,
+        stream_kernel_gbps: None,
         driver_version: 13000,
     };
     let effects = update(&mut app, Action::Gpu(GpuState::Present(device)));

@@ -1,5 +1,7 @@
 //! The Bandwidth panel: one bar per version of GB/s at the selected size, against the
-//! device's peak (the measured copy when there is one), drawn as a marker, with % of peak.
+//! device's peak (the best of the measured copy and kwb's stream kernel, with which one),
+//! drawn as a marker, with % of peak. A version whose buffers fit in L2 is marked `L2`: its
+//! % is not DRAM bandwidth.
 
 use super::format::{gbps, percent, result_label, result_status};
 use super::gpu::device;
@@ -61,6 +63,11 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .filter_map(|i| result(app, i)?.gbps)
         .fold(0.0_f64, f64::max);
     let scale = fastest.max(peak.unwrap_or(0.0));
+    // Room for an `L2` mark after the % when any version at this size is L2-resident.
+    let resident =
+        |r: Option<&RunResult>| r.and_then(|r| r.timing.as_ref()?.l2_resident) == Some(true);
+    let any_l2 = (0..app.versions.len()).any(|i| resident(result(app, i)));
+    let value_width = VALUE_WIDTH + if any_l2 { 3 } else { 0 };
     let rows = usize::from(inner.height.saturating_sub(1));
     if rows == 0 {
         return;
@@ -101,7 +108,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             }
             continue;
         };
-        let cells = pen.room().saturating_sub(VALUE_WIDTH);
+        let cells = pen.room().saturating_sub(value_width);
         let bar_x = pen.column();
         bar(buf, theme, &mut pen, g / scale, cells);
         if let Some(p) = peak.filter(|_| cells > 0) {
@@ -119,6 +126,9 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             &format!("{:>6} {:>4}", gbps(g), pct),
             theme.style(Role::Text),
         );
+        if resident(r) {
+            pen.text(buf, " L2", theme.style(Role::Warn));
+        }
     }
 }
 

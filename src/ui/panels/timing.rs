@@ -1,10 +1,13 @@
 //! The Timing panel: the selected version at the selected size: its verdict, median, spread
-//! and sample count, and a sparkline of the benchmark's samples (the latest that fit).
+//! and sample count, the clock it was timed with (CUPTI's kernel timestamps, with the CUDA
+//! events' figure beside it, or events alone, said so), and a sparkline of the benchmark's
+//! samples (the latest that fit).
 
 use super::format::{micros, percent, result_label, result_status};
 use super::gpu::device;
 use super::text::{frame, sentence, wrap, Pen};
 use crate::report::RunResult;
+use crate::run::stats::Timer;
 use crate::ui::app::App;
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
@@ -79,12 +82,44 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             .text(buf, " · max ", dim)
             .text(buf, &micros(t.max_us), text);
         row += 2;
+        if let Some(timer) = t.timer.filter(|_| row < inner.height) {
+            clock_line(
+                theme,
+                timer,
+                t.event_median_us,
+                Pen::row(buf, inner, row),
+                buf,
+            );
+            row += 1;
+        }
     }
     let samples = v.samples.get(app.size).map_or(&[][..], Vec::as_slice);
     if row < inner.height && !samples.is_empty() {
         let rows = (inner.height - row).min(SPARKLINE_MAX_ROWS);
         let rest = Rect::new(inner.x, inner.y + row, inner.width, rows);
         sparkline(buf, theme, rest, samples);
+    }
+}
+
+/// `cupti · events 6.34 µs`: the median is the kernels' own GPU time, and what CUDA events
+/// around the launches read; or `events · launch overhead included` without CUPTI.
+fn clock_line(theme: &Theme, timer: Timer, events: Option<f64>, mut pen: Pen, buf: &mut Buffer) {
+    let dim = theme.style(Role::Dim);
+    match timer {
+        Timer::Cupti => {
+            pen.text(buf, "cupti", theme.style(Role::Accent));
+            if let Some(e) = events {
+                pen.text(buf, " · events ", dim)
+                    .text(buf, &micros(e), theme.style(Role::Text));
+            }
+        }
+        Timer::Events => {
+            pen.text(buf, "events", theme.style(Role::Warn)).text(
+                buf,
+                " · launch overhead included",
+                dim,
+            );
+        }
     }
 }
 

@@ -1,0 +1,287 @@
+//! Kernel times from CUPTI's activity records: the start and end timestamps the GPU itself
+//! writes for every kernel, the clock Nsight reads. CUDA events around a launch also count the
+//! launch and the timestamps' own overhead (1.5–3 µs), a third of a 6 µs kernel.
+//!
+//! libcupti is optional and loaded at run time by full path (`cupti_locate`); kwb looks up
+//! every entry point itself and never calls one it did not find, so a missing or odd CUPTI
+//! means timing with events (and saying so), never a panic. `KWB_TIMER=events` forces events.
+//! Records arrive through two C callbacks (a buffer to fill, a buffer filled) that hold no
+//! context, so the records they parse go to a process-wide list that [`Trace::collect`] drains.
+
+use super::kernel_span::KernelRecord;
+use cudarc::cupti::sys::CUpti_ActivityKernel10 as KernelLayout;
+use std::mem::offset_of;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// Set to `events` to time with CUDA events even where CUPTI is available.
+pub const TIMER_VAR: &str = "KWB_TIMER";
+
+// CUPTI's C API, as far as kwb uses it. Results are plain integers (0 is success), so an
+// unknown code from a newer CUPTI is a number to print, not an invalid Rust enum.
+type Result32 = u32;
+type RequestFn = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+type CompleteFn = unsafe extern "C" fn(*mut std::ffi::c_void, u32, *mut u8, usize, usize);
+type EnableFn = unsafe extern "C" fn(u32) -> Result32;
+type FlushFn = unsafe extern "C" fn(u32) -> Result32;
+type RegisterFn = unsafe extern "C" fn(Option<RequestFn>, Option<CompleteFn>) -> Result32;
+type NextRecordFn = unsafe extern "C" fn(*mut u8, usize, *mut *mut u32) -> Result32;
+type LastCorrelationFn = unsafe extern "C" fn(*mut u32) -> Result32;
+
+const KIND_KERNEL: u32 = 3;
+const KIND_CONCURRENT_KERNEL: u32 = 10;
+const FLUSH_FORCED: u32 = 1;
+const BUFFER_BYTES: usize = 1 << 20;
+const BUFFER_ALIGN: usize = 8;
+
+/// A loaded CUPTI with its callbacks registered.
+pub struct Cupti {
+    pub path: PathBuf,
+    enable: EnableFn,
+    disable: EnableFn,
+    flush_all: FlushFn,
+    /// Absent from CUPTI 13 (present in older ones); without it runs are matched to records by
+    /// order on the stream, which holds nothing but the timed kernels and (in cold mode) the
+    /// L2 flush, a memset: another activity kind, never enabled, so never a kernel record.
+    last_correlation: Option<LastCorrelationFn>,
+    _lib: libloading::Library,
+}
+
+static NEXT_RECORD: OnceLock<NextRecordFn> = OnceLock::new();
+static RECORDS: Mutex<Vec<KernelRecord>> = Mutex::new(Vec::new());
+static LOADED: OnceLock<Result<Cupti, String>> = OnceLock::new();
+
+/// CUPTI, loaded once per process, or why kwb times with events instead.
+pub fn cupti() -> Result<&'static Cupti, String> {
+    LOADED.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+fn load() -> Result<Cupti, String> {
+    if std::env::var(TIMER_VAR).is_ok_and(|v| v.eq_ignore_ascii_case("events")) {
+        return Err(format!("{TIMER_VAR}=events"));
+    }
+    let path = super::cupti_locate::locate().map_err(|searched| {
+        format!(
+            "libcupti not found (looked in {} folders, e.g. {})",
+            searched.len(),
+            searched
+                .first()
+                .map_or(String::new(), |p| p.display().to_string())
+        )
+    })?;
+    // SAFETY: NVIDIA's own library; its initialisers are trusted (as for NVRTC).
+    let lib = unsafe { libloading::Library::new(&path) }
+        .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
+    // SAFETY: each symbol is declared with its C signature from cupti_activity.h.
+    let sym = |name: &str| -> Result<*const (), String> {
+        unsafe { lib.get::<*const ()>(name.as_bytes()) }
+            .map(|s| *s)
+            .map_err(|e| format!("{} lacks {name}: {e}", path.display()))
+    };
+    let (enable, disable, flush_all, register, next) = (
+        sym("cuptiActivityEnable")?,
+        sym("cuptiActivityDisable")?,
+        sym("cuptiActivityFlushAll")?,
+        sym("cuptiActivityRegisterCallbacks")?,
+        sym("cuptiActivityGetNextRecord")?,
+    );
+    let last = sym("cuptiGetLastCorrelationId").ok();
+    // SAFETY: the pointers are the named functions, whose C signatures the types spell out.
+    let cupti = unsafe {
+        Cupti {
+            path: path.clone(),
+            enable: std::mem::transmute::<*const (), EnableFn>(enable),
+            disable: std::mem::transmute::<*const (), EnableFn>(disable),
+            flush_all: std::mem::transmute::<*const (), FlushFn>(flush_all),
+            last_correlation: last.map(|p| std::mem::transmute::<*const (), LastCorrelationFn>(p)),
+            _lib: lib,
+        }
+    };
+    // SAFETY: as above.
+    let register = unsafe { std::mem::transmute::<*const (), RegisterFn>(register) };
+    let next = unsafe { std::mem::transmute::<*const (), NextRecordFn>(next) };
+    let _ = NEXT_RECORD.set(next);
+    // SAFETY: both callbacks match CUPTI's buffer-callback signatures and never unwind.
+    check("cuptiActivityRegisterCallbacks", unsafe {
+        register(Some(buffer_requested), Some(buffer_completed))
+    })?;
+    Ok(cupti)
+}
+
+fn check(call: &str, code: Result32) -> Result<(), String> {
+    match code {
+        0 => Ok(()),
+        c => Err(format!("{call} failed (CUPTI error {c})")),
+    }
+}
+
+/// Kernel records are collected while this lives (enabled on start, disabled on drop).
+pub struct Trace {
+    api: &'static Cupti,
+}
+
+impl Cupti {
+    /// Starts collecting kernel records; records left from before are dropped.
+    pub fn start(&'static self) -> Result<Trace, String> {
+        // SAFETY: plain calls with an activity kind / flag.
+        check("cuptiActivityFlushAll", unsafe {
+            (self.flush_all)(FLUSH_FORCED)
+        })?;
+        drain();
+        check("cuptiActivityEnable", unsafe {
+            (self.enable)(KIND_CONCURRENT_KERNEL)
+        })?;
+        Ok(Trace { api: self })
+    }
+}
+
+impl Trace {
+    /// The correlation id of this thread's last CUDA call (call it right after a launch), or
+    /// 0 when CUPTI cannot say: runs are then matched to records by order.
+    pub fn last_correlation(&self) -> u32 {
+        let Some(f) = self.api.last_correlation else {
+            return 0;
+        };
+        let mut id = 0u32;
+        // SAFETY: an out-parameter.
+        match unsafe { f(&mut id) } {
+            0 => id,
+            _ => 0,
+        }
+    }
+
+    /// Every kernel record of work that has finished (synchronize first), in no order.
+    pub fn collect(&self) -> Result<Vec<KernelRecord>, String> {
+        // SAFETY: a plain call; CUPTI hands back filled buffers through `buffer_completed`.
+        check("cuptiActivityFlushAll", unsafe {
+            (self.api.flush_all)(FLUSH_FORCED)
+        })?;
+        Ok(drain())
+    }
+}
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        // SAFETY: plain calls; failures leave nothing to undo.
+        unsafe {
+            let _ = (self.api.disable)(KIND_CONCURRENT_KERNEL);
+            let _ = (self.api.flush_all)(FLUSH_FORCED);
+        }
+        drain();
+    }
+}
+
+fn drain() -> Vec<KernelRecord> {
+    let mut records = RECORDS.lock().unwrap_or_else(|p| p.into_inner());
+    std::mem::take(&mut *records)
+}
+
+fn layout() -> Option<std::alloc::Layout> {
+    std::alloc::Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).ok()
+}
+
+/// CUPTI asks for a buffer to fill.
+unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max: *mut usize) {
+    let ptr = match layout() {
+        // SAFETY: a non-zero layout.
+        Some(l) => unsafe { std::alloc::alloc(l) },
+        None => std::ptr::null_mut(),
+    };
+    // SAFETY: CUPTI passes valid out-parameters; a null buffer tells it to drop records.
+    unsafe {
+        *buffer = ptr;
+        *size = if ptr.is_null() { 0 } else { BUFFER_BYTES };
+        *max = 0;
+    }
+}
+
+/// CUPTI hands back a filled buffer: keep its kernel records, free it.
+unsafe extern "C" fn buffer_completed(
+    _ctx: *mut std::ffi::c_void,
+    _stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
+    if buffer.is_null() {
+        return;
+    }
+    let mut found = Vec::new();
+    if let Some(next) = NEXT_RECORD.get() {
+        let mut record: *mut u32 = std::ptr::null_mut();
+        // SAFETY: `buffer` holds `valid` bytes of records; CUPTI walks them and stops with a
+        // non-zero code at the end. Each record starts with its kind (a u32); kernel records
+        // share the prefix of CUpti_ActivityKernel10 up to the correlation id.
+        while unsafe { next(buffer, valid, &mut record) } == 0 && !record.is_null() {
+            let kind = unsafe { record.read_unaligned() };
+            if kind == KIND_KERNEL || kind == KIND_CONCURRENT_KERNEL {
+                let base = record as *const u8;
+                let field = |offset: usize| base.wrapping_add(offset);
+                found.push(unsafe {
+                    KernelRecord {
+                        correlation: (field(offset_of!(KernelLayout, correlationId)) as *const u32)
+                            .read_unaligned(),
+                        start_ns: (field(offset_of!(KernelLayout, start)) as *const u64)
+                            .read_unaligned(),
+                        end_ns: (field(offset_of!(KernelLayout, end)) as *const u64)
+                            .read_unaligned(),
+                    }
+                });
+            }
+        }
+    }
+    if let Some(l) = layout() {
+        // SAFETY: allocated by `buffer_requested` with this layout.
+        unsafe { std::alloc::dealloc(buffer, l) };
+    }
+    RECORDS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .extend(found);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_fields_sit_where_every_kernel_record_version_has_them() {
+        // The prefix shared by CUpti_ActivityKernel4 .. 13: start at 16, end at 24, the
+        // correlation id at 92. A record of any of those versions reads the same.
+        assert_eq!(offset_of!(KernelLayout, start), 16);
+        assert_eq!(offset_of!(KernelLayout, end), 24);
+        assert_eq!(offset_of!(KernelLayout, correlationId), 92);
+    }
+
+    #[test]
+    fn buffers_round_trip_and_a_buffer_without_records_adds_none() {
+        let (mut buf, mut size, mut max) = (std::ptr::null_mut(), 0usize, 7usize);
+        unsafe { buffer_requested(&mut buf, &mut size, &mut max) };
+        assert!(!buf.is_null());
+        assert_eq!((size, max), (BUFFER_BYTES, 0));
+        // With no CUPTI loaded there is no record walker: the buffer is only freed.
+        unsafe { buffer_completed(std::ptr::null_mut(), 0, buf, size, 0) };
+    }
+
+    #[test]
+    fn loading_and_tracing_never_panic_whatever_is_installed() {
+        // Without libcupti: an error naming where kwb looked. With one but no GPU or driver,
+        // CUPTI's own error codes. Either way, a reason, and kwb times with events.
+        match cupti() {
+            Ok(c) => {
+                eprintln!("CUPTI loaded from {}", c.path.display());
+                match c.start() {
+                    Ok(t) => {
+                        let _ = t.last_correlation();
+                        assert_eq!(t.collect().map(|r| r.len()), Ok(0));
+                    }
+                    Err(why) => eprintln!("tracing unavailable: {why}"),
+                }
+            }
+            Err(why) => {
+                eprintln!("no CUPTI: {why}");
+                assert!(!why.is_empty());
+            }
+        }
+    }
+}

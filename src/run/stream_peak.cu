@@ -1,0 +1,76 @@
+// kwb's own bandwidth-peak kernels (see src/run/stream_peak.rs). The worker ships no compiler,
+// so these are compiled once to PTX (src/run/stream_peak.ptx, which the binary embeds) and the
+// driver JIT-compiles that PTX for whatever GPU the worker runs on. To regenerate after an edit:
+//   cargo test --lib run::stream_peak -- --ignored regenerate_ptx
+// Every thread keeps UNROLL 128-bit loads in flight before it stores anything, and walks the
+// buffers with a grid stride, so one launch with a grid sized to the SMs covers any size.
+// `copy` moves one read per write (like cudaMemcpy); `triad` moves two reads per write (like an
+// elementwise add). `_cs` variants use the evict-first streaming cache hint.
+
+#define UNROLL 4
+
+typedef unsigned long long u64;
+
+template <bool STREAMING>
+__device__ __forceinline__ uint4 load(const uint4* p) {
+    if (STREAMING) return __ldcs(p);
+    return __ldg(p);
+}
+
+template <bool STREAMING>
+__device__ __forceinline__ void store(uint4* p, uint4 v) {
+    if (STREAMING) __stcs(p, v);
+    else *p = v;
+}
+
+__device__ __forceinline__ uint4 mix(uint4 a, uint4 b) {
+    return make_uint4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+template <bool STREAMING>
+__device__ __forceinline__ void copy(const uint4* __restrict__ src, uint4* __restrict__ dst, u64 n) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) v[k] = load<STREAMING>(src + i + k * stride);
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) store<STREAMING>(dst + i + k * stride, v[k]);
+    }
+    for (; i < n; i += stride) store<STREAMING>(dst + i, load<STREAMING>(src + i));
+}
+
+template <bool STREAMING>
+__device__ __forceinline__ void triad(const uint4* __restrict__ a, const uint4* __restrict__ b,
+                                      uint4* __restrict__ c, u64 n) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
+        uint4 x[UNROLL], y[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            x[k] = load<STREAMING>(a + i + k * stride);
+            y[k] = load<STREAMING>(b + i + k * stride);
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) store<STREAMING>(c + i + k * stride, mix(x[k], y[k]));
+    }
+    for (; i < n; i += stride) store<STREAMING>(c + i, mix(load<STREAMING>(a + i), load<STREAMING>(b + i)));
+}
+
+// n counts 16-byte vectors.
+extern "C" __global__ void kwb_peak_copy(const uint4* __restrict__ src, uint4* __restrict__ dst, u64 n) {
+    copy<false>(src, dst, n);
+}
+extern "C" __global__ void kwb_peak_copy_cs(const uint4* __restrict__ src, uint4* __restrict__ dst, u64 n) {
+    copy<true>(src, dst, n);
+}
+extern "C" __global__ void kwb_peak_triad(const uint4* __restrict__ a, const uint4* __restrict__ b,
+                                          uint4* __restrict__ c, u64 n) {
+    triad<false>(a, b, c, n);
+}
+extern "C" __global__ void kwb_peak_triad_cs(const uint4* __restrict__ a, const uint4* __restrict__ b,
+                                             uint4* __restrict__ c, u64 n) {
+    triad<true>(a, b, c, n);
+}
