@@ -63,6 +63,13 @@ struct BenchUiArgs {
     /// Seconds of idle CPU to measure (needs tmux; 0 skips it).
     #[arg(long, default_value_t = 5.0)]
     idle_seconds: f64,
+    /// Also measure, on the GPU, each save to the version's checked and timed (provisional)
+    /// result at `--size`, through the real watch engine and GPU worker.
+    #[arg(long)]
+    gpu: bool,
+    /// The size on screen for `--gpu`.
+    #[arg(long, default_value = "16Mi")]
+    size: String,
 }
 
 #[derive(clap::Args)]
@@ -575,6 +582,31 @@ fn run_bench_ui(a: BenchUiArgs) -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             return exit::COMPILE_ERROR;
+        }
+    }
+    if a.gpu {
+        let worker = match kwb::run::supervisor::WorkerCommand::current_exe() {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("error: cannot find this kwb to start its worker: {e}");
+                return exit::NO_GPU;
+            }
+        };
+        match bench::save_to_result(&a.workspace, &a.version, &a.size, a.saves, worker) {
+            Ok(p) => println!(
+                "{}",
+                bench::render_report(
+                    &format!(
+                        "save to checked, timed result ({} @ {}, GPU)",
+                        a.version, a.size
+                    ),
+                    &p
+                )
+            ),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::NO_GPU;
+            }
         }
     }
     match bench::frame_time(&a.workspace, a.ptx_lines, a.frames) {

@@ -1,6 +1,7 @@
 //! `kwb bench-ui`: the TUI's speed targets as numbers, measured on the real engine (NVRTC, the
-//! file watcher, the render functions) with an off-screen buffer instead of a terminal:
-//! save-to-screen latency, frame render time, and CPU use while idle.
+//! file watcher, the render functions, and with `--gpu` the GPU worker) with an off-screen
+//! buffer instead of a terminal: save-to-screen latency, save-to-result latency on a GPU,
+//! frame render time, and CPU use while idle.
 
 use super::app::{App, GpuState};
 use super::runtime::{Engine, Msg};
@@ -78,6 +79,130 @@ pub fn save_to_screen(
             }
             super::draw::render(&app, &theme, area, &mut buf);
             // The first save warms NVRTC up; it is not counted.
+            if i > 0 {
+                times.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        Ok(())
+    })();
+    let _ = std::fs::write(&file, &original);
+    result?;
+    Ok(percentiles(times))
+}
+
+/// On a GPU: saves `version`'s kernel `saves` times and measures from the write to a drawn
+/// frame showing the version's checked, timed result at `size` (the quick look, provisional),
+/// through the real watch engine: watcher, NVRTC, the planner and the isolated GPU worker.
+/// Before each save the version finishes every size, as when a user reads a result and then
+/// edits again.
+pub fn save_to_result(
+    workspace: &Path,
+    version: &str,
+    size: &str,
+    saves: usize,
+    worker: crate::run::supervisor::WorkerCommand,
+) -> Result<Percentiles, String> {
+    use super::action::{Action, RunEvent};
+    use super::app::VersionStatus;
+    let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
+    let index = ws
+        .versions
+        .iter()
+        .position(|v| v.name == version)
+        .ok_or_else(|| format!("no version `{version}`"))?;
+    let size_index = ws
+        .sizes
+        .iter()
+        .position(|s| s.name == size)
+        .ok_or_else(|| format!("no size `{size}`"))?;
+    let file = ws.versions[index].file.clone();
+    let original =
+        std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let arch = ws.arch.unwrap_or(Arch::DEFAULT);
+    let compiler = Compiler::new(arch, Cache::disabled()).map_err(|e| e.to_string())?;
+    let (tx, rx) = channel();
+    let (themes, _) = super::themes::available(true);
+    let theme = themes[0].clone();
+    let mut engine = Engine::new(tx.clone(), compiler, themes, true);
+    let mut app = App::new(ws, arch);
+    app.selected = index;
+    app.size = size_index;
+    let _watcher = super::runtime::watch(&tx, std::slice::from_ref(&file))?;
+    engine.start_gpu(worker);
+    let area = Rect::new(0, 0, 160, 48);
+    let mut buf = Buffer::empty(area);
+    let mut times = Vec::new();
+    let busy = |app: &App| {
+        let s = app.versions[index].status;
+        matches!(
+            s,
+            VersionStatus::Compiling | VersionStatus::Checking | VersionStatus::Benchmarking
+        ) || app.versions[index].stale()
+    };
+    let result = (|| {
+        // The GPU first: once it is there (and the compiler retargeted to its arch), go.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !matches!(app.gpu, GpuState::Present(_)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Msg::Action(a)) => engine.apply(&mut app, a),
+                Ok(Msg::Term(_)) => {}
+                Err(_) => return Err("no GPU worker within 60 s".to_string()),
+            }
+            if let GpuState::Absent(why) = &app.gpu {
+                return Err(format!("no GPU: {why}"));
+            }
+        }
+        for i in 0..=saves {
+            // Let the previous save's runs finish (every size), as a reading user would.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while i > 0 && busy(&app) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(Msg::Action(a)) => engine.apply(&mut app, a),
+                    Ok(Msg::Term(_)) => {}
+                    Err(_) => return Err(format!("save {i}: the version never settled")),
+                }
+            }
+            let before = app.versions[index].generation;
+            let t0 = Instant::now();
+            std::fs::write(&file, format!("{original}\n// kwb bench-ui save {i}\n"))
+                .map_err(|e| e.to_string())?;
+            let deadline = t0 + Duration::from_secs(60);
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let a = match rx.recv_timeout(left) {
+                    Ok(Msg::Action(a)) => a,
+                    Ok(Msg::Term(_)) => continue,
+                    Err(_) => return Err(format!("save {i}: no timed result within 60 s")),
+                };
+                let timed = match &a {
+                    Action::Run {
+                        index: v,
+                        generation,
+                        size,
+                        event: RunEvent::Finished { result, .. },
+                    } if *v == index && *generation > before && *size == size_index => {
+                        if result.timing.is_none() {
+                            return Err(format!(
+                                "save {i}: {} at {}: {:?} {}",
+                                result.version,
+                                result.size,
+                                result.status,
+                                result.message.as_deref().unwrap_or("")
+                            ));
+                        }
+                        true
+                    }
+                    _ => false,
+                };
+                engine.apply(&mut app, a);
+                if timed {
+                    break;
+                }
+            }
+            super::draw::render(&app, &theme, area, &mut buf);
+            // The first save warms NVRTC and the worker up (and makes the inputs resident).
             if i > 0 {
                 times.push(t0.elapsed().as_secs_f64() * 1e3);
             }
