@@ -74,27 +74,29 @@ pub fn report(
         .iter()
         .map(|c| {
             let version = ws.versions.iter().find(|v| v.name == c.version);
-            // The version's own entries first, in launch order, then any other kernels.
-            let mut ordered: Vec<&KernelResources> = Vec::new();
-            for e in version.map(|v| v.entries()).unwrap_or_default() {
-                ordered.extend(c.kernel(e));
-            }
-            let rest: Vec<&KernelResources> = c
-                .kernels
-                .iter()
-                .filter(|k| !ordered.iter().any(|o| o.name == k.name))
-                .collect();
-            ordered.extend(rest);
-            let kernels = ordered
-                .into_iter()
-                .map(|k| KernelReport {
-                    resources: (*k).clone(),
-                    launches: match version {
-                        Some(v) if v.launches.iter().any(|l| l.entry == k.name) => {
-                            launches_of(ws, v, k, arch)
-                        }
-                        _ => vec![default_launch(k, arch, block_default)],
-                    },
+            // A tile version compiled once per specialisation (its `variants`): each one's
+            // kernels, with their own resources, at the sizes it serves.
+            let parts = std::iter::once(c).chain(&c.variants);
+            let kernels = parts
+                .flat_map(|part| {
+                    // The version's own entries first, in launch order, then any other kernels.
+                    let mut ordered: Vec<&KernelResources> = Vec::new();
+                    for e in version.map(|v| v.entries()).unwrap_or_default() {
+                        ordered.extend(part.kernel(e));
+                    }
+                    let rest = (part.kernels.iter())
+                        .filter(|k| !ordered.iter().any(|o| o.name == k.name))
+                        .collect::<Vec<_>>();
+                    ordered.extend(rest);
+                    ordered.into_iter().map(move |k| KernelReport {
+                        resources: k.clone(),
+                        launches: match version {
+                            Some(v) if v.launches.iter().any(|l| l.entry == k.name) => {
+                                launches_of(ws, v, k, arch, &part.sizes)
+                            }
+                            _ => vec![default_launch(k, arch, block_default)],
+                        },
+                    })
                 })
                 .collect();
             VersionReport {
@@ -159,16 +161,21 @@ fn default_launch(k: &KernelResources, arch: Arch, block_default: u32) -> Launch
     }
 }
 
+/// Kernel `k`'s launches by `v` at each of `sizes` (every size when empty), with the version's
+/// constexprs and `num_warps` in scope.
 fn launches_of(
     ws: &Workspace,
     v: &crate::workspace::Version,
     k: &KernelResources,
     arch: Arch,
+    sizes: &[String],
 ) -> Vec<LaunchReport> {
     let mut out = Vec::new();
+    let at = |s: &&crate::workspace::ProblemSize| sizes.is_empty() || sizes.contains(&s.name);
     for l in v.launches.iter().filter(|l| l.entry == k.name) {
-        for size in &ws.sizes {
-            let env = SizeEnv::vars(&size.vars);
+        for size in ws.sizes.iter().filter(at) {
+            let vars = v.vars_at(size).unwrap_or_else(|_| size.vars.clone());
+            let env = SizeEnv::vars(&vars);
             let eval3 = |dims: &[crate::workspace::Formula; 3]| -> Result<[u64; 3], String> {
                 Ok([
                     dims[0].eval_u64(&env)?,

@@ -91,14 +91,15 @@ impl KernelClock {
 
 /// Runs `program` until the stopping rule is met and returns per-run statistics in µs.
 /// `flush` must be at least twice the L2 size for cold mode. `beat` is called often, so the
-/// caller can tell the supervisor it is alive.
+/// caller can tell the supervisor it is alive; when it returns false (the job was cancelled)
+/// the benchmark stops and returns `None`.
 pub fn benchmark(
     program: &mut Loaded,
     s: &Stream,
     flush: &DevBuf,
     spec: &BenchSpec,
-    beat: &mut dyn FnMut(),
-) -> Result<Timing, CuError> {
+    beat: &mut dyn FnMut() -> bool,
+) -> Result<Option<Timing>, CuError> {
     let (start, end) = (Event::new()?, Event::new()?);
     // Warm-up by time: caches, clocks and lazy module loading settle before anything counts.
     let warm = Instant::now();
@@ -110,7 +111,9 @@ pub fn benchmark(
         end.record(s)?;
         last_ms = start.elapsed_ms(&end)?;
         warm_runs += 1;
-        beat();
+        if !beat() {
+            return Ok(None);
+        }
     }
 
     let graph = match spec.mode {
@@ -209,7 +212,9 @@ pub fn benchmark(
             }
             None => running.push(event_us),
         }
-        beat();
+        if !beat() {
+            return Ok(None);
+        }
         if let Some(reason) = spec
             .stop
             .should_stop(&running, began.elapsed().as_secs_f64())
@@ -229,12 +234,12 @@ pub fn benchmark(
     stats.timer = Some(timer);
     stats.event_median_us = Some(events.median_us);
     stats.busy_median_us = summarize(&busy_samples).map(|b| b.median_us);
-    Ok(Timing {
+    Ok(Some(Timing {
         stats,
         stop,
         samples,
         fallback: clock.why_not,
-    })
+    }))
 }
 
 /// The device's copy bandwidth: a large device-to-device copy, bytes read plus written, in

@@ -19,6 +19,82 @@ pub struct Data {
     pub reference: Option<Option<Vec<Tensor>>>,
 }
 
+impl Data {
+    /// Host bytes held: the uploaded bytes, the values the reference reads, and the reference.
+    pub fn bytes(&self) -> u64 {
+        let tensor = |t: &Tensor| (t.data.len() * std::mem::size_of::<f64>()) as u64;
+        let inputs: u64 = (self.inputs.values())
+            .map(|(b, t)| b.len() as u64 + tensor(t))
+            .sum();
+        let reference: u64 = (self.reference.iter().flatten().flatten())
+            .map(tensor)
+            .sum();
+        inputs + reference
+    }
+}
+
+/// Recent jobs' data, so that a job finds its inputs and reference made by an earlier job of
+/// the same seed, buffers and reference: every version of one size shares them, and in watch
+/// (one seed per session) a save's quick look at the size on screen finds them still here
+/// after the other sizes ran. Kept within a byte budget: over it, the largest entries other
+/// than the newest go first, so the small sizes a user looks at most stay.
+pub struct DataCache {
+    entries: Vec<Data>,
+    budget: u64,
+}
+
+impl DataCache {
+    pub fn new(budget: u64) -> DataCache {
+        DataCache {
+            entries: Vec::new(),
+            budget,
+        }
+    }
+
+    /// A budget for this machine: a quarter of the memory available now, at most 32 GiB and at
+    /// least 1 GiB (Linux `/proc/meminfo`; 4 GiB where it cannot be read).
+    pub fn for_this_machine() -> DataCache {
+        const GIB: u64 = 1 << 30;
+        let available = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kib * 1024)
+            })
+            .unwrap_or(16 * GIB);
+        DataCache::new((available / 4).clamp(GIB, 32 * GIB))
+    }
+
+    /// Takes out the data made for `key`, if it is here.
+    pub fn take(&mut self, key: u64) -> Option<Data> {
+        let i = self.entries.iter().position(|d| d.key == key)?;
+        Some(self.entries.remove(i))
+    }
+
+    /// Keeps `data` as the newest entry, then evicts to the budget.
+    pub fn put(&mut self, data: Data) {
+        self.entries.retain(|d| d.key != data.key);
+        self.entries.push(data);
+        let newest = self.entries.len() - 1;
+        while self.entries.len() > 1 && self.held() > self.budget {
+            let largest = (0..newest.min(self.entries.len() - 1))
+                .max_by_key(|&i| self.entries[i].bytes())
+                .unwrap_or(0);
+            self.entries.remove(largest);
+        }
+    }
+
+    fn held(&self) -> u64 {
+        self.entries.iter().map(Data::bytes).sum()
+    }
+
+    /// The keys held, oldest first (for tests).
+    pub fn keys(&self) -> Vec<u64> {
+        self.entries.iter().map(|d| d.key).collect()
+    }
+}
+
 /// Whether a buffer's starting contents are generated from its `init` (inputs, and outputs the
 /// workspace gave an explicit `init`).
 fn generated(b: &BufferSpec) -> bool {
@@ -227,5 +303,52 @@ pub fn summarize_checks(reports: &[(String, CheckReport)]) -> CheckSummary {
             .map(|(_, r)| r.rel_l2_error)
             .fold(0.0, f64::max),
         failure,
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+
+    fn data(key: u64, elems: usize) -> Data {
+        let t = Tensor {
+            shape: vec![elems],
+            data: vec![0.0; elems],
+        };
+        let mut inputs = HashMap::new();
+        inputs.insert("a".to_string(), (vec![0u8; elems * 4], t));
+        Data {
+            key,
+            inputs,
+            reference: None,
+        }
+    }
+
+    #[test]
+    fn a_job_finds_its_data_after_other_sizes_ran() {
+        let mut cache = DataCache::new(1 << 30);
+        cache.put(data(16, 1000));
+        cache.put(data(1, 10));
+        cache.put(data(256, 100_000));
+        assert!(cache.take(16).is_some(), "the quick look's size is still here");
+        assert!(cache.take(16).is_none(), "taken out while in use");
+        assert_eq!(cache.keys(), vec![1, 256]);
+    }
+
+    #[test]
+    fn over_budget_the_largest_older_entries_go_first_and_the_newest_stays() {
+        // Each element holds 4 bytes uploaded + 8 bytes of value: 12 bytes.
+        let mut cache = DataCache::new(12 * 2_000);
+        cache.put(data(1, 100));
+        cache.put(data(2, 1_500));
+        cache.put(data(3, 300));
+        // 1,900 elements: within the budget.
+        assert_eq!(cache.keys(), vec![1, 2, 3]);
+        cache.put(data(4, 400));
+        // 2,300 > 2,000: the largest older entry (2) goes; the small ones stay.
+        assert_eq!(cache.keys(), vec![1, 3, 4]);
+        // An entry over the whole budget is still kept while it is the newest.
+        cache.put(data(5, 10_000));
+        assert_eq!(cache.keys(), vec![5]);
     }
 }

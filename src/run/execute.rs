@@ -7,7 +7,7 @@ use super::canary::Where;
 use super::check::check;
 use super::data::{
     data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks, tolerance,
-    Data,
+    DataCache,
 };
 use super::device::{error_name, is_sticky, DevBuf, Stream};
 use super::inputs::{decode, poison};
@@ -27,6 +27,9 @@ pub enum ExecError {
     /// The job failed but the worker can go on.
     #[error("{0}")]
     Failed(String),
+    /// The supervisor cancelled the job; the worker can go on.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl From<CuError> for ExecError {
@@ -42,8 +45,9 @@ impl From<CuError> for ExecError {
 /// What the worker tells the supervisor while a job runs.
 pub trait Progress {
     fn phase(&mut self, phase: Phase);
-    /// Called often during GPU work; the caller rate-limits heartbeats.
-    fn beat(&mut self);
+    /// Called often during GPU work; the caller rate-limits heartbeats. False once the job
+    /// has been cancelled: the work stops at the next sample.
+    fn beat(&mut self) -> bool;
     /// Marks a stretch of CPU work (input generation, the reference) during which the worker
     /// sends heartbeats on its own, so a long reference is not mistaken for a hung kernel.
     fn cpu_busy(&mut self, busy: bool);
@@ -56,8 +60,8 @@ pub struct Workbench {
     pub flush: DevBuf,
     /// The device's L2 size, for marking results whose buffers fit in it.
     pub l2_bytes: u64,
-    /// The last job's inputs and reference, reused while the next job asks for the same.
-    pub data: Option<Data>,
+    /// Recent jobs' inputs and references, reused by jobs that ask for the same.
+    pub data: DataCache,
 }
 
 pub fn run_job(
@@ -78,13 +82,12 @@ pub fn run_job(
         outcome.error = Some(msg);
         return Ok(outcome);
     }
-    // Inputs (and the reference made from them) are kept for the next job with the same seed,
+    // Inputs (and the reference made from them) are kept for later jobs with the same seed,
     // buffers and reference: every version of one size sees the same data, made once.
     let key = data_key(job);
-    let mut data = match wb.data.take() {
-        Some(d) if d.key == key => d,
-        stale => {
-            drop(stale);
+    let mut data = match wb.data.take(key) {
+        Some(d) => d,
+        None => {
             progress.cpu_busy(true);
             let d = make_inputs(job, key);
             progress.cpu_busy(false);
@@ -165,17 +168,20 @@ pub fn run_job(
             check.passed = false;
         }
     }
-    wb.data = Some(data);
+    wb.data.put(data);
     if job.bench.benchmark {
         progress.phase(Phase::Benchmarking);
-        let Timing {
+        let Some(Timing {
             mut stats,
             stop,
             samples,
             fallback,
-        } = benchmark(&mut program, &wb.stream, &wb.flush, &job.bench, &mut || {
+        }) = benchmark(&mut program, &wb.stream, &wb.flush, &job.bench, &mut || {
             progress.beat()
-        })?;
+        })?
+        else {
+            return Err(ExecError::Cancelled);
+        };
         if let Some(why) = fallback {
             note_fallback(&why);
             stats.timer_note = Some(why);

@@ -45,6 +45,12 @@ pub enum Request {
         ordinal: u32,
     },
     Run(Box<RunJob>),
+    /// Stop job `id` at the next sample, keeping the worker (and its resident inputs): the
+    /// job's source was superseded. Answered by [`Reply::Cancelled`], or by the job's own
+    /// reply if it ended first.
+    Cancel {
+        id: u64,
+    },
     Shutdown,
 }
 
@@ -74,6 +80,10 @@ pub enum Reply {
         error: String,
     },
     Done(Box<JobOutcome>),
+    /// Job `id` stopped early, as asked by [`Request::Cancel`]; the worker is ready.
+    Cancelled {
+        id: u64,
+    },
     /// The request could not be carried out (no GPU, a bad job); the worker is still usable.
     Error {
         id: Option<u64>,

@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 const DEVICE_TIMEOUT: Duration = Duration::from_secs(120);
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a cancelled job's worker has to confirm it stopped before it is replaced.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
 const STDERR_GRACE: Duration = Duration::from_millis(200);
 const STDERR_LINES: usize = 50;
 const STDERR_LINE_BYTES: usize = 1000;
@@ -100,8 +102,8 @@ enum Loss {
     Fault(String),
     Stream(ProtocolError),
     Silent,
-    /// The caller cancelled the job mid-flight.
-    Cancelled,
+    /// The caller cancelled job `id` mid-flight.
+    Cancelled(u64),
 }
 
 impl Supervisor {
@@ -148,7 +150,7 @@ impl Supervisor {
         let request = Request::Run(Box::new(job.clone()));
         let watchdog = Duration::from_millis(job.bench.watchdog_ms);
         let answer = self.request(request, watchdog, |reply| match reply {
-            _ if cancelled() => Some(Err(Loss::Cancelled)),
+            _ if cancelled() => Some(Err(Loss::Cancelled(job.id))),
             Reply::Phase { id, phase } if id == job.id => {
                 on_phase(phase);
                 None
@@ -238,7 +240,12 @@ impl Supervisor {
         };
         let silent_ms = u64::try_from(last.elapsed().as_millis()).unwrap_or(u64::MAX);
         let silent = matches!(loss, Loss::Silent);
-        let cancelled = matches!(loss, Loss::Cancelled);
+        let cancelled = matches!(loss, Loss::Cancelled(_));
+        if let Loss::Cancelled(id) = loss {
+            if self.stop_job(id) {
+                return Err(SupervisorError::Cancelled);
+            }
+        }
         let detail = self.lose(loss);
         if cancelled {
             return Err(SupervisorError::Cancelled);
@@ -247,6 +254,30 @@ impl Supervisor {
             true => SupervisorError::Timeout { silent_ms, detail },
             false => SupervisorError::Crashed(detail),
         })
+    }
+
+    /// Asks the worker to stop job `id` at its next sample and waits a moment for it to say
+    /// so, keeping the worker and the inputs it holds. False when it does not answer in time
+    /// (busy in a long check, or stuck in a kernel): then it is replaced, as any lost worker.
+    fn stop_job(&mut self, id: u64) -> bool {
+        let Some(w) = self.worker.as_mut() else {
+            return false;
+        };
+        if w.requests.send(Request::Cancel { id }).is_err() {
+            return false;
+        }
+        let deadline = Instant::now() + CANCEL_GRACE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match w.replies.recv_timeout(left) {
+                Ok(Ok(Reply::Cancelled { id: i })) if i == id => return true,
+                // It finished (or failed) before it saw the cancel: ready all the same.
+                Ok(Ok(Reply::Done(o))) if o.id == id => return true,
+                Ok(Ok(Reply::Error { id: Some(i), .. })) if i == id => return true,
+                Ok(Ok(_)) => {} // heartbeats and phases of the job being stopped
+                Ok(Err(_)) | Err(_) => return false,
+            }
+        }
     }
 
     /// The worker for the next request: the current one unless it died while idle (replaced
@@ -406,7 +437,7 @@ impl Worker {
         }
         let what = match (loss, status) {
             (Loss::Fault(error), _) => return error,
-            (Loss::Silent | Loss::Cancelled, _) => String::new(),
+            (Loss::Silent | Loss::Cancelled(_), _) => String::new(),
             (Loss::Stream(e @ Truncated { .. }), Some(s)) => {
                 format!("{} in the middle of a reply ({e})", self.describe(s))
             }

@@ -439,3 +439,37 @@ serve()
     assert_eq!(sup.restarts(), 1);
     assert_done(&run(&mut sup, &job(2, 5_000)).0, 2);
 }
+
+#[test]
+fn a_worker_that_stops_a_cancelled_job_is_kept_for_the_next() {
+    // Job 1 benchmarks for ever, but looks at its input between samples, as `kwb worker`
+    // does, and answers a cancel; job 2 finishes at once, on the same worker.
+    let mut sup = start(
+        r#"
+import select
+def on_run(i):
+    if i == 1:
+        while True:
+            wr({'type': 'heartbeat', 'id': i})
+            if select.select([sys.stdin.buffer], [], [], 0.05)[0]:
+                m = rd()
+                if m['type'] == 'cancel' and m['id'] == i:
+                    wr({'type': 'cancelled', 'id': i})
+                    return
+    done(i)
+serve()
+"#,
+    );
+    let pid = sup.worker_pid().unwrap();
+    let asked = std::cell::Cell::new(0);
+    let cancel = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 3
+    };
+    let result = sup.run_cancellable(&job(1, 5_000), &mut |_| {}, &cancel);
+    assert_eq!(result, JobResult::Cancelled);
+    assert!(alive(pid), "the worker that stopped its job was killed");
+    assert_eq!(sup.restarts(), 0);
+    assert_done(&run(&mut sup, &job(2, 5_000)).0, 2);
+    assert_eq!(sup.worker_pid(), Some(pid), "the next job ran on the same worker");
+}

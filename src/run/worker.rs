@@ -40,12 +40,20 @@ pub const FAKE_VERSION_VAR: &str = "KWB_WORKER_FAKE_VERSION";
 /// Reads requests on a thread of its own. When the input closes (the supervisor is gone: it
 /// exited, or the ssh connection to it dropped) the worker must not outlive it, even if it is
 /// stuck in a hung kernel: after a short grace, the process exits.
+///
+/// A `Cancel` is not queued: it is noted in `cancel` at once, where the running job's
+/// heartbeat sees it.
 fn read_requests(
     mut input: impl std::io::Read + Send + 'static,
+    cancel: Arc<AtomicU64>,
 ) -> std::sync::mpsc::Receiver<Result<Request, ProtocolError>> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || loop {
         let frame = read_frame(&mut input);
+        if let Ok(Request::Cancel { id }) = frame {
+            cancel.store(id, Ordering::Relaxed);
+            continue;
+        }
         let end = frame.is_err();
         if tx.send(frame).is_err() || end {
             std::thread::sleep(ORPHAN_GRACE);
@@ -80,7 +88,8 @@ pub fn serve(input: impl std::io::Read + Send + 'static, output: Box<dyn Write +
         });
     }
     let mut open: Option<Open> = None;
-    let requests = read_requests(input);
+    let cancel = Arc::new(AtomicU64::new(0));
+    let requests = read_requests(input, cancel.clone());
     loop {
         let req: Request = match requests.recv() {
             Ok(Ok(r)) => r,
@@ -97,6 +106,8 @@ pub fn serve(input: impl std::io::Read + Send + 'static, output: Box<dyn Write +
                     .unwrap_or_else(|_| env!("CARGO_PKG_VERSION").into()),
             },
             Request::Shutdown => return 0,
+            // Noted by the reader as it arrives; one here came after its job ended.
+            Request::Cancel { .. } => continue,
             Request::Device { ordinal } => match ensure_open(&mut open, ordinal as usize) {
                 Ok(o) => Reply::Device(o.info.clone()),
                 Err(message) => Reply::Error { id: None, message },
@@ -121,11 +132,13 @@ pub fn serve(input: impl std::io::Read + Send + 'static, output: Box<dyn Write +
                     busy: busy.clone(),
                     id: j.id,
                     last: Instant::now(),
+                    cancel: cancel.clone(),
                 };
                 let r = run_job(&mut o.bench, &j, &mut p);
                 busy.store(false, Ordering::Relaxed);
                 match r {
                     Ok(outcome) => Reply::Done(Box::new(outcome)),
+                    Err(ExecError::Cancelled) => Reply::Cancelled { id: j.id },
                     Err(ExecError::Failed(message)) => Reply::Error {
                         id: Some(j.id),
                         message,
@@ -149,6 +162,8 @@ struct Reporter {
     busy: Arc<AtomicBool>,
     id: u64,
     last: Instant,
+    /// The last job id the supervisor cancelled.
+    cancel: Arc<AtomicU64>,
 }
 
 impl Progress for Reporter {
@@ -157,11 +172,12 @@ impl Progress for Reporter {
         self.last = Instant::now();
     }
 
-    fn beat(&mut self) {
+    fn beat(&mut self) -> bool {
         if self.last.elapsed() >= HEARTBEAT {
             let _ = send(&self.out, &Reply::Heartbeat { id: self.id });
             self.last = Instant::now();
         }
+        self.cancel.load(Ordering::Relaxed) != self.id
     }
 
     fn cpu_busy(&mut self, busy: bool) {
@@ -198,7 +214,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
             stream,
             flush,
             l2_bytes: info.l2_bytes,
-            data: None,
+            data: crate::run::data::DataCache::for_this_machine(),
         },
         info,
     })

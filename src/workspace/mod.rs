@@ -153,8 +153,11 @@ impl Version {
                 vars.push((name.clone(), v));
             }
         }
-        if let Some(w) = &self.num_warps {
-            vars.push(("num_warps".into(), w.eval_int(&SizeEnv::vars(&vars))?));
+        match &self.num_warps {
+            Some(w) => vars.push(("num_warps".into(), w.eval_int(&SizeEnv::vars(&vars))?)),
+            // A tile version's default, as Triton's.
+            None if self.kind.is_tile() => vars.push(("num_warps".into(), 4)),
+            None => {}
         }
         Ok(vars)
     }
