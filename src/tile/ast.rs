@@ -126,7 +126,7 @@ pub enum ExprKind {
         lhs: Box<Expr>,
         rhs: Box<Expr>,
     },
-    Bool {
+    Logic {
         op: BoolOp,
         lhs: Box<Expr>,
         rhs: Box<Expr>,

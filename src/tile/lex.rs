@@ -115,7 +115,9 @@ impl Lexer<'_> {
                     continue;
                 }
             }
-            let c = self.b[self.pos];
+            let Some(&c) = self.b.get(self.pos) else {
+                break;
+            };
             match c {
                 b'\n' => {
                     if self.depth == 0 && self.logical_line_open() {
@@ -501,6 +503,11 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].span, Span::new(6, 7));
         assert!(toks.iter().any(|t| t.tok == Tok::Int(2)));
+    }
+
+    #[test]
+    fn a_comment_at_the_end_of_the_file() {
+        assert_eq!(kinds("x\n  # c"), vec![name("x"), Tok::Newline, Tok::Eof]);
     }
 
     #[test]

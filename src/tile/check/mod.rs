@@ -1,26 +1,423 @@
-//! The checker: AST + request → typed IR. (Written by the front-end work; this stub keeps the
-//! crate building until then.)
-use super::{ir, KernelRequest, KernelSignature};
-use crate::diag::Diagnostic;
+//! The checker: a parsed file and one [`KernelRequest`] in, one typed [`ir::Kernel`] out. It
+//! binds the launch arguments and constexprs to the kernel's parameters (as Triton's JIT
+//! specialises), resolves names, folds constexprs, promotes dtypes, broadcasts shapes and
+//! inlines calls to the file's other `@triton.jit` functions, reporting every error it finds
+//! (a failed expression is poisoned so it does not cascade).
+
+mod builtins;
+mod emit;
+mod expr;
+mod fold;
+mod loops;
+mod memory;
+mod names;
+mod ops;
+mod shape;
+mod stmt;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use super::ast::{FuncDef, Module};
+use super::parse::{self, FileKind, ParseError};
+use super::span::{LineIndex, Span};
+use super::{ir, ArgKind, ConstValue, KernelRequest, KernelSignature, ParamSig};
+use crate::diag::{Diagnostic, Severity};
+use emit::{Ck, Finding, Frame};
+use expr::Args;
+use std::collections::HashMap;
 use std::path::Path;
+use value::Val;
 
 /// Checks and specialises each requested kernel of `source`; the kernels come back in request
 /// order, with every diagnostic (errors and warnings) found on the way.
 pub fn check(
     path: &Path,
-    _source: &str,
-    _requests: &[KernelRequest],
+    source: &str,
+    requests: &[KernelRequest],
 ) -> (Vec<ir::Kernel>, Vec<Diagnostic>) {
-    (
-        Vec::new(),
-        vec![Diagnostic::error("the tile checker is not written yet").in_file(path)],
-    )
+    let lines = LineIndex::new(source);
+    let (module, parse_errors) = parse::parse(source, FileKind::of(path));
+    let mut findings: Vec<Finding> = parse_errors.into_iter().map(finding).collect();
+    let mut kernels = Vec::new();
+    for req in requests {
+        let (k, f) = check_kernel(path, source, &lines, &module, req);
+        findings.extend(f);
+        kernels.extend(k);
+    }
+    (kernels, diagnostics(path, source, &lines, findings))
 }
 
 /// The `@triton.jit` kernels of `source` and their parameters.
-pub fn signatures(path: &Path, _source: &str) -> Result<Vec<KernelSignature>, Vec<Diagnostic>> {
-    Err(vec![Diagnostic::error(
-        "the tile parser is not written yet",
-    )
-    .in_file(path)])
+pub fn signatures(path: &Path, source: &str) -> Result<Vec<KernelSignature>, Vec<Diagnostic>> {
+    let lines = LineIndex::new(source);
+    let (module, errors) = parse::parse(source, FileKind::of(path));
+    if !errors.is_empty() {
+        let f = errors.into_iter().map(finding).collect();
+        return Err(diagnostics(path, source, &lines, f));
+    }
+    Ok(module
+        .funcs
+        .iter()
+        .map(|f| KernelSignature {
+            name: f.name.name.clone(),
+            params: f
+                .params
+                .iter()
+                .map(|p| ParamSig {
+                    name: p.name.name.clone(),
+                    constexpr: p.constexpr,
+                    has_default: p.default.is_some(),
+                })
+                .collect(),
+            line: lines.loc(source, f.def_span.start).line,
+        })
+        .collect())
+}
+
+fn finding(e: ParseError) -> Finding {
+    Finding {
+        severity: Severity::Error,
+        span: e.span,
+        message: e.message,
+    }
+}
+
+/// Findings → diagnostics with file, line and column, in source order, without repeats (a
+/// kernel requested twice reports its problems once).
+fn diagnostics(
+    path: &Path,
+    source: &str,
+    lines: &LineIndex,
+    mut f: Vec<Finding>,
+) -> Vec<Diagnostic> {
+    f.sort_by_key(|x| x.span.start);
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for x in f {
+        let loc = lines.loc(source, x.span.start);
+        let d = match x.severity {
+            Severity::Error => Diagnostic::error(x.message),
+            _ => Diagnostic::warning(x.message),
+        }
+        .in_file(path)
+        .at(loc.line, Some(loc.col));
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The names every kernel of the file sees: imports, the file's `@triton.jit` functions, and
+/// `tl`/`triton` even when the file does not import them.
+fn globals(module: &Module) -> HashMap<String, Val> {
+    let mut g = HashMap::new();
+    g.insert("tl".to_string(), Val::Module("tl".into()));
+    g.insert("triton".to_string(), Val::Module("triton".into()));
+    for imp in &module.imports {
+        if imp.from {
+            for (name, alias) in &imp.names {
+                let mut path = imp.module.clone();
+                path.push(name.clone());
+                let v = names::resolve_path(&path);
+                g.insert(alias.clone().unwrap_or_else(|| name.clone()), v);
+            }
+        } else {
+            match &imp.alias {
+                Some(a) => {
+                    g.insert(a.clone(), names::resolve_path(&imp.module));
+                }
+                None => {
+                    if let Some(root) = imp.module.first() {
+                        g.insert(root.clone(), names::resolve_path(&imp.module[..1]));
+                    }
+                }
+            }
+        }
+    }
+    for (i, f) in module.funcs.iter().enumerate() {
+        g.insert(f.name.name.clone(), Val::Jit(i));
+    }
+    g
+}
+
+fn check_kernel(
+    path: &Path,
+    source: &str,
+    lines: &LineIndex,
+    module: &Module,
+    req: &KernelRequest,
+) -> (Option<ir::Kernel>, Vec<Finding>) {
+    let Some(idx) = module.funcs.iter().position(|f| f.name.name == req.name) else {
+        let names: Vec<&str> = module.funcs.iter().map(|f| f.name.name.as_str()).collect();
+        let msg = match names::suggest(&req.name, names.iter().copied()) {
+            Some(s) => format!(
+                "no `@triton.jit` function `{}` in this file; did you mean `{s}`?",
+                req.name
+            ),
+            None if names.is_empty() => format!(
+                "no `@triton.jit` function `{}` in this file (it has none)",
+                req.name
+            ),
+            None => format!(
+                "no `@triton.jit` function `{}` in this file (its kernels: {})",
+                req.name,
+                names.join(", ")
+            ),
+        };
+        let f = Finding {
+            severity: Severity::Error,
+            span: Span::default(),
+            message: msg,
+        };
+        return (None, vec![f]);
+    };
+    let func = &module.funcs[idx];
+    if func.has_errors {
+        return (None, Vec::new());
+    }
+    let mut ck = Ck::new(source, module, lines, idx);
+    ck.globals = globals(module);
+    ck.loc = lines.loc(source, func.def_span.start);
+    let params = ck.bind_kernel(func, req);
+    ck.stmts(&func.body);
+    let kernel = ir::Kernel {
+        name: req.name.clone(),
+        file: path.to_path_buf(),
+        params,
+        vars: std::mem::take(&mut ck.vars),
+        body: ck.blocks.pop().unwrap_or_default(),
+        num_warps: req.num_warps,
+        loc: lines.loc(source, func.def_span.start),
+    };
+    (Some(kernel), ck.findings)
+}
+
+impl Ck<'_> {
+    /// Binds launch arguments to the non-constexpr parameters in order, and constexprs by name;
+    /// returns the launched parameters.
+    fn bind_kernel(&mut self, func: &FuncDef, req: &KernelRequest) -> Vec<ir::Param> {
+        let kname = &func.name.name;
+        let at = func.name.span;
+        let launched: Vec<&str> = func
+            .params
+            .iter()
+            .filter(|p| !p.constexpr)
+            .map(|p| p.name.name.as_str())
+            .collect();
+        let required = func
+            .params
+            .iter()
+            .filter(|p| !p.constexpr && p.default.is_none())
+            .count();
+        if req.args.len() < required || req.args.len() > launched.len() {
+            let takes = if required == launched.len() {
+                format!("{required}")
+            } else {
+                format!("{required} to {}", launched.len())
+            };
+            self.error(
+                at,
+                format!(
+                    "kernel `{kname}` takes {takes} launch argument(s) ({}), but the workspace passes {}",
+                    launched.join(", "),
+                    req.args.len()
+                ),
+            );
+        }
+        for (name, _) in &req.constexprs {
+            match func.params.iter().find(|p| p.name.name == *name) {
+                Some(p) if !p.constexpr => {
+                    self.error(at, format!("`{name}` is a launch parameter of kernel `{kname}`, not a `tl.constexpr`; pass it in `args`"));
+                }
+                Some(_) => {}
+                None => {
+                    let cs: Vec<&str> = func
+                        .params
+                        .iter()
+                        .filter(|p| p.constexpr)
+                        .map(|p| p.name.name.as_str())
+                        .collect();
+                    let msg = match names::suggest(name, cs.iter().copied()) {
+                        Some(s) => format!("kernel `{kname}` has no constexpr parameter `{name}`; did you mean `{s}`?"),
+                        None if cs.is_empty() => format!("kernel `{kname}` has no constexpr parameter `{name}` (it has no constexprs)"),
+                        None => format!("kernel `{kname}` has no constexpr parameter `{name}` (its constexprs: {})", cs.join(", ")),
+                    };
+                    self.error(at, msg);
+                }
+            }
+        }
+        let mut params = Vec::new();
+        let mut args = req.args.iter();
+        for p in &func.params {
+            let pname = &p.name.name;
+            let v = if p.constexpr {
+                let given = req
+                    .constexprs
+                    .iter()
+                    .find(|(n, _)| n == pname)
+                    .map(|(_, v)| v);
+                let default = p.default.as_ref().map(|d| self.eval(d));
+                match (given, default) {
+                    (Some(g), d) => {
+                        let v = match g {
+                            ConstValue::Int(i) => Val::Int(*i),
+                            ConstValue::Float(f) => Val::Float(*f),
+                            ConstValue::Bool(b) => Val::Bool(*b),
+                        };
+                        let kind = |v: &Val| match v {
+                            Val::Int(_) => Some("an int"),
+                            Val::Float(_) => Some("a float"),
+                            Val::Bool(_) => Some("a bool"),
+                            _ => None,
+                        };
+                        if let Some(d) = &d {
+                            if let (Some(want), Some(got)) = (kind(d), kind(&v)) {
+                                if want != got && !(want == "a float" && got == "an int") {
+                                    let shown = match g {
+                                        ConstValue::Int(i) => i.to_string(),
+                                        ConstValue::Float(f) => f.to_string(),
+                                        ConstValue::Bool(b) => b.to_string(),
+                                    };
+                                    self.error(p.name.span, format!("constexpr `{pname}` of kernel `{kname}` takes {want} (its default is `{}`), but the workspace gives {got}, `{shown}`", self.text(p.default.as_ref().map_or(at, |e| e.span))));
+                                }
+                            }
+                        }
+                        v
+                    }
+                    (None, Some(d)) => d,
+                    (None, None) => self.error(
+                        p.name.span,
+                        format!("kernel `{kname}` needs a value for its constexpr `{pname}`; give it in the workspace's `constexprs` (e.g. `constexprs: {{{pname}: 128}}`)"),
+                    ),
+                }
+            } else {
+                match args.next() {
+                    Some(kind) => {
+                        let (ty, div) = match kind {
+                            ArgKind::Pointer(dt) => (
+                                ir::Type {
+                                    elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
+                                    shape: Vec::new(),
+                                },
+                                true,
+                            ),
+                            ArgKind::Int {
+                                fits_i32,
+                                divisible_by_16,
+                            } => (
+                                ir::Type::scalar(if *fits_i32 {
+                                    ir::Scalar::I32
+                                } else {
+                                    ir::Scalar::I64
+                                }),
+                                *divisible_by_16,
+                            ),
+                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), false),
+                        };
+                        let var = self.new_var(ty, Some(pname.clone()));
+                        params.push(ir::Param {
+                            name: pname.clone(),
+                            var,
+                            divisible_by_16: div,
+                        });
+                        Val::Var(var)
+                    }
+                    None => match &p.default {
+                        Some(d) => self.eval(d),
+                        None => Val::Poison,
+                    },
+                }
+            };
+            self.env.insert(pname.clone(), v);
+        }
+        params
+    }
+
+    /// A call to another `@triton.jit` function of the file, inlined.
+    pub fn inline_call(&mut self, idx: usize, a: Args) -> Val {
+        let module = self.module;
+        let Some(func) = module.funcs.get(idx) else {
+            return Val::Poison;
+        };
+        let fname = &func.name.name;
+        if idx == self.kernel || self.frames.iter().any(|f| f.func == idx) {
+            return self.error(a.span, format!("`{fname}` calls itself (directly or through other functions); recursion cannot be inlined"));
+        }
+        if func.has_errors {
+            return Val::Poison;
+        }
+        let names: Vec<&str> = func.params.iter().map(|p| p.name.name.as_str()).collect();
+        if a.pos.len() > names.len() {
+            return self.error(
+                a.span,
+                format!(
+                    "`{fname}` takes {} argument(s), but {} were given",
+                    names.len(),
+                    a.pos.len()
+                ),
+            );
+        }
+        let mut slots: Vec<Option<Val>> = vec![None; names.len()];
+        for (i, arg) in a.pos.into_iter().enumerate() {
+            slots[i] = Some(arg.val);
+        }
+        for (k, arg) in a.kw {
+            match names.iter().position(|n| *n == k) {
+                Some(i) => slots[i] = Some(arg.val),
+                None => {
+                    self.error(arg.span, format!("`{fname}` has no parameter `{k}`"));
+                    return Val::Poison;
+                }
+            }
+        }
+        let saved_env = std::mem::take(&mut self.env);
+        let saved_gone = std::mem::take(&mut self.gone);
+        let saved_loc = self.loc;
+        let mut ok = true;
+        let mut bound = HashMap::new();
+        for (p, slot) in func.params.iter().zip(slots) {
+            let v = match (slot, &p.default) {
+                (Some(v), _) => v,
+                (None, Some(d)) => self.eval(d),
+                (None, None) => {
+                    self.error(
+                        a.span,
+                        format!("`{fname}` needs its `{}` argument", p.name.name),
+                    );
+                    ok = false;
+                    Val::Poison
+                }
+            };
+            if p.constexpr && matches!(v, Val::Var(_)) {
+                self.error(a.span, format!("argument `{}` of `{fname}` is a `tl.constexpr`, but a runtime value was passed", p.name.name));
+                ok = false;
+            }
+            bound.insert(p.name.name.clone(), v);
+        }
+        if !ok {
+            self.env = saved_env;
+            self.gone = saved_gone;
+            return Val::Poison;
+        }
+        if self.frames.len() >= 32 {
+            self.env = saved_env;
+            self.gone = saved_gone;
+            return self.error(a.span, "calls nest more than 32 deep");
+        }
+        self.env = bound;
+        self.frames.push(Frame {
+            func: idx,
+            depth: self.depth,
+            ret: None,
+        });
+        self.stmts(&func.body);
+        let ret = self.frames.pop().and_then(|f| f.ret).unwrap_or(Val::None);
+        self.stop = false;
+        self.env = saved_env;
+        self.gone = saved_gone;
+        self.loc = saved_loc;
+        ret
+    }
 }

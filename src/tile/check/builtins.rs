@@ -1,0 +1,597 @@
+//! Built-in functions: argument binding (positional and keyword, with Triton's parameter
+//! names), then one arm per built-in. Memory access lives in `memory.rs`, shape changes and
+//! reductions in `shape.rs`.
+
+use super::emit::Ck;
+use super::expr::{Arg, Args};
+use super::fold;
+use super::names;
+use super::value::{default_dtype, display_builtin, promote, Val};
+use crate::tile::ast::BinaryOp;
+use crate::tile::ir::{BinOp, Elem, Op, Scalar, StmtKind, Type, UnOp};
+use crate::tile::span::Span;
+
+/// The largest tile Triton allows (elements).
+pub(super) const MAX_NUMEL: u64 = 1 << 20;
+
+const UNARY_MATH: &[(&str, UnOp)] = &[
+    ("exp", UnOp::Exp),
+    ("exp2", UnOp::Exp2),
+    ("log", UnOp::Log),
+    ("log2", UnOp::Log2),
+    ("sqrt", UnOp::Sqrt),
+    ("rsqrt", UnOp::Rsqrt),
+    ("abs", UnOp::Abs),
+    ("sigmoid", UnOp::Sigmoid),
+    ("erf", UnOp::Erf),
+    ("sin", UnOp::Sin),
+    ("cos", UnOp::Cos),
+    ("tanh", UnOp::Tanh),
+    ("floor", UnOp::Floor),
+    ("ceil", UnOp::Ceil),
+];
+
+/// Bound arguments: one slot per parameter.
+pub(super) type Slots = Vec<Option<Arg>>;
+
+impl Ck<'_> {
+    /// Binds `a` to `params` (the first `required` must be given). `None` after an error, or
+    /// when an argument is already poisoned.
+    pub fn bind(&mut self, name: &str, a: Args, params: &[&str], required: usize) -> Option<Slots> {
+        let shown = display_builtin(name);
+        let mut slots: Slots = params.iter().map(|_| None).collect();
+        let mut ok = true;
+        if a.pos.len() > params.len() {
+            let msg = format!(
+                "`{shown}` takes at most {} argument(s), but {} were given",
+                params.len(),
+                a.pos.len()
+            );
+            self.error(a.span, msg);
+            return None;
+        }
+        let mut poisoned = false;
+        for (i, arg) in a.pos.into_iter().enumerate() {
+            poisoned |= arg.val == Val::Poison;
+            slots[i] = Some(arg);
+        }
+        for (k, arg) in a.kw {
+            poisoned |= arg.val == Val::Poison;
+            match params.iter().position(|p| *p == k) {
+                Some(i) if slots[i].is_some() => {
+                    self.error(arg.span, format!("`{shown}` got `{k}` twice"));
+                    ok = false;
+                }
+                Some(i) => slots[i] = Some(arg),
+                None => {
+                    let msg = match names::suggest(&k, params.iter().copied()) {
+                        Some(s) => format!("`{shown}` has no parameter `{k}`; did you mean `{s}`?"),
+                        None => format!(
+                            "`{shown}` has no parameter `{k}` (its parameters: {})",
+                            params.join(", ")
+                        ),
+                    };
+                    self.error(arg.span, msg);
+                    ok = false;
+                }
+            }
+        }
+        for (i, p) in params.iter().enumerate().take(required) {
+            if slots[i].is_none() {
+                self.error(a.span, format!("`{shown}` needs its `{p}` argument"));
+                ok = false;
+            }
+        }
+        (ok && !poisoned).then_some(slots)
+    }
+
+    /// A slot's value, or `Val::None` when not given.
+    pub fn val(slots: &Slots, i: usize) -> Val {
+        slots
+            .get(i)
+            .and_then(|s| s.as_ref())
+            .map_or(Val::None, |a| a.val.clone())
+    }
+
+    pub fn span_of(slots: &Slots, i: usize, default: Span) -> Span {
+        slots
+            .get(i)
+            .and_then(|s| s.as_ref())
+            .map_or(default, |a| a.span)
+    }
+
+    /// A compile-time integer argument.
+    pub fn const_int(&mut self, v: &Val, span: Span, what: &str) -> Option<i64> {
+        match v {
+            Val::Int(i) => Some(*i),
+            Val::Bool(b) => Some(i64::from(*b)),
+            Val::Poison => None,
+            other => {
+                let msg = format!(
+                    "{what} must be a compile-time integer, found {}",
+                    self.show(other)
+                );
+                self.error(span, msg);
+                None
+            }
+        }
+    }
+
+    pub fn builtin(&mut self, name: &'static str, a: Args) -> Val {
+        let span = a.span;
+        if let Some((_, op)) = UNARY_MATH.iter().find(|(n, _)| *n == name) {
+            let Some(s) = self.bind(name, a, &["x"], 1) else {
+                return Val::Poison;
+            };
+            return self.math1(*op, Self::val(&s, 0), Self::span_of(&s, 0, span));
+        }
+        match name {
+            "program_id" | "num_programs" => {
+                let Some(s) = self.bind(name, a, &["axis"], 1) else {
+                    return Val::Poison;
+                };
+                let sp = Self::span_of(&s, 0, span);
+                let Some(axis) = self.const_int(&Self::val(&s, 0), sp, "the axis") else {
+                    return Val::Poison;
+                };
+                let Ok(axis) = u8::try_from(axis).map_err(|_| ()).and_then(|a| {
+                    if a < 3 {
+                        Ok(a)
+                    } else {
+                        Err(())
+                    }
+                }) else {
+                    return self.error(sp, format!("the axis must be 0, 1 or 2, found {axis}"));
+                };
+                let op = if name == "program_id" {
+                    Op::ProgramId(axis)
+                } else {
+                    Op::NumPrograms(axis)
+                };
+                Val::Var(self.emit(Type::scalar(Scalar::I32), op))
+            }
+            "arange" => self.arange(a),
+            "zeros" | "full" | "zeros_like" => self.full(name, a),
+            "load" => self.load(a),
+            "store" => self.store(a),
+            "atomic_add" | "atomic_max" | "atomic_min" => self.atomic(name, a),
+            "where" => {
+                let Some(s) = self.bind(name, a, &["condition", "x", "y"], 3) else {
+                    return Val::Poison;
+                };
+                self.select(Self::val(&s, 0), Self::val(&s, 1), Self::val(&s, 2), span)
+            }
+            "maximum" | "minimum" => {
+                let Some(s) = self.bind(name, a, &["x", "y", "propagate_nan"], 2) else {
+                    return Val::Poison;
+                };
+                let (x, y) = (Self::val(&s, 0), Self::val(&s, 1));
+                if x.is_number() && y.is_number() {
+                    let less = fold::compare(crate::tile::ast::CmpOp::Lt, &x, &y).unwrap_or(false);
+                    return if (name == "maximum") == less { y } else { x };
+                }
+                let op = if name == "maximum" {
+                    BinOp::Max
+                } else {
+                    BinOp::Min
+                };
+                match (self.operand(&x), self.operand(&y)) {
+                    (Some(p), Some(q)) => {
+                        let d = promote(p, q);
+                        self.emit_binary(op, &x, &y, d, d, span)
+                    }
+                    _ => self.error(span, format!("`{}` needs numbers", display_builtin(name))),
+                }
+            }
+            "fma" => self.fma(a),
+            "cdiv" => {
+                let Some(s) = self.bind(name, a, &["x", "div"], 2) else {
+                    return Val::Poison;
+                };
+                let (x, d) = (Self::val(&s, 0), Self::val(&s, 1));
+                let t = self.binary(BinaryOp::Add, x, d.clone(), span);
+                let t = self.binary(BinaryOp::Sub, t, Val::Int(1), span);
+                self.binary(BinaryOp::FloorDiv, t, d, span)
+            }
+            "next_power_of_2" => {
+                let Some(s) = self.bind(name, a, &["n"], 1) else {
+                    return Val::Poison;
+                };
+                let sp = Self::span_of(&s, 0, span);
+                let Some(n) = self.const_int(&Self::val(&s, 0), sp, "`n`") else {
+                    return Val::Poison;
+                };
+                if n <= 1 {
+                    return Val::Int(1);
+                }
+                match (n as u64)
+                    .checked_next_power_of_two()
+                    .and_then(|p| i64::try_from(p).ok())
+                {
+                    Some(p) => Val::Int(p),
+                    None => self.error(sp, "integer overflow in a constant expression"),
+                }
+            }
+            "sum" | "max" | "min" | "argmax" | "argmin" => self.reduce(name, a),
+            "reshape" | "view" | "broadcast_to" | "trans" | "permute" | "expand_dims"
+            | "broadcast" => self.reshape_like(name, a),
+            "multiple_of" | "max_contiguous" => self.hint(name, a),
+            "debug_barrier" => {
+                if self.bind(name, a, &[], 0).is_some() {
+                    self.push(StmtKind::Barrier);
+                }
+                Val::None
+            }
+            "cast" => {
+                let Some(s) = self.bind(
+                    name,
+                    a,
+                    &["input", "dtype", "fp_downcast_rounding", "bitcast"],
+                    2,
+                ) else {
+                    return Val::Poison;
+                };
+                if Self::val(&s, 3).truthy() == Some(true) {
+                    return self.error(
+                        Self::span_of(&s, 3, span),
+                        "`bitcast=True` is not supported",
+                    );
+                }
+                let Val::DType(d) = Self::val(&s, 1) else {
+                    let msg = format!(
+                        "`.to` needs a dtype such as `tl.float32`, found {}",
+                        self.show(&Self::val(&s, 1))
+                    );
+                    return self.error(Self::span_of(&s, 1, span), msg);
+                };
+                self.convert(Self::val(&s, 0), d, Self::span_of(&s, 0, span))
+            }
+            "static_assert" | "device_assert" => {
+                let Some(s) = self.bind(name, a, &["cond", "msg", "mask"], 1) else {
+                    return Val::None;
+                };
+                let msg = match Self::val(&s, 1) {
+                    Val::Str(m) => m,
+                    _ => String::new(),
+                };
+                let cond_span = Self::span_of(&s, 0, span);
+                self.assertion(&Self::val(&s, 0), &msg, cond_span, name == "static_assert");
+                Val::None
+            }
+            "static_print" => Val::None,
+            "device_print" | "py.print" => {
+                self.warning(
+                    span,
+                    format!("`{}` is ignored by kwb", display_builtin(name)),
+                );
+                Val::None
+            }
+            "dot" => self.error(span, "`tl.dot` is not supported yet"),
+            "range" | "static_range" | "py.range" => self.error(
+                span,
+                format!(
+                    "`{}` may only be the iterable of a `for` loop",
+                    display_builtin(name)
+                ),
+            ),
+            "py.float" | "py.int" | "py.bool" => self.py_convert(name, a),
+            "py.min" | "py.max" => self.py_minmax(name, a),
+            "py.len" => {
+                let Some(s) = self.bind(name, a, &["obj"], 1) else {
+                    return Val::Poison;
+                };
+                match Self::val(&s, 0) {
+                    Val::Tuple(t) => Val::Int(t.len() as i64),
+                    other => {
+                        let msg = format!("`len` needs a tuple, found {}", self.show(&other));
+                        self.error(span, msg)
+                    }
+                }
+            }
+            _ => self.error(
+                span,
+                format!(
+                    "`{}` cannot be called inside a kernel",
+                    display_builtin(name)
+                ),
+            ),
+        }
+    }
+
+    /// `tl.exp(x)` and friends: floats keep their dtype (fp16/bf16 included), ints become
+    /// float32 (`abs` keeps ints as they are).
+    fn math1(&mut self, op: UnOp, x: Val, span: Span) -> Val {
+        let x = match x {
+            Val::Var(v) => v,
+            Val::Poison => return Val::Poison,
+            v if v.is_number() => {
+                let s = if op == UnOp::Abs {
+                    default_dtype(&v).unwrap_or(Scalar::F32)
+                } else {
+                    Scalar::F32
+                };
+                match self.operand_as(&v, s, &[]) {
+                    Some(x) => x,
+                    None => return Val::Poison,
+                }
+            }
+            other => {
+                let msg = format!("this function needs a number, found {}", self.show(&other));
+                return self.error(span, msg);
+            }
+        };
+        let Some(s) = self.scalar_of(x) else {
+            let msg = format!(
+                "this function cannot take {}",
+                super::emit::a_type(self.ty(x))
+            );
+            return self.error(span, msg);
+        };
+        let keep_int = matches!(op, UnOp::Abs | UnOp::Floor | UnOp::Ceil) && !s.is_float();
+        if keep_int && op != UnOp::Abs {
+            return Val::Var(x);
+        }
+        let x = if s.is_float() || keep_int {
+            x
+        } else {
+            self.cast(x, Scalar::F32)
+        };
+        let ty = self.ty(x).clone();
+        Val::Var(self.emit(ty, Op::Unary { op, src: x }))
+    }
+
+    fn fma(&mut self, a: Args) -> Val {
+        let span = a.span;
+        let Some(s) = self.bind("fma", a, &["x", "y", "z"], 3) else {
+            return Val::Poison;
+        };
+        let (x, y, z) = (Self::val(&s, 0), Self::val(&s, 1), Self::val(&s, 2));
+        let (Some(p), Some(q), Some(r)) = (self.operand(&x), self.operand(&y), self.operand(&z))
+        else {
+            return self.error(span, "`tl.fma` needs numbers");
+        };
+        let pq = super::value::Operand {
+            dtype: promote(p, q),
+            weak: p.weak && q.weak,
+            fits_i32: true,
+        };
+        let mut d = promote(pq, r);
+        if !d.is_float() {
+            d = Scalar::F32;
+        }
+        let (xs, ys, zs) = (self.shape_of(&x), self.shape_of(&y), self.shape_of(&z));
+        let Some(sh) = self.broadcast_shapes(&xs, &ys, span) else {
+            return Val::Poison;
+        };
+        let Some(sh) = self.broadcast_shapes(&sh, &zs, span) else {
+            return Val::Poison;
+        };
+        let (Some(a), Some(b), Some(c)) = (
+            self.operand_as(&x, d, &sh),
+            self.operand_as(&y, d, &sh),
+            self.operand_as(&z, d, &sh),
+        ) else {
+            return Val::Poison;
+        };
+        Val::Var(self.emit(
+            Type {
+                elem: Elem::Scalar(d),
+                shape: sh,
+            },
+            Op::Fma { a, b, c },
+        ))
+    }
+
+    /// `cond ? a : b`, elementwise (`tl.where`, and a conditional expression on a scalar).
+    pub fn select(&mut self, cond: Val, a: Val, b: Val, span: Span) -> Val {
+        if cond == Val::Poison || a == Val::Poison || b == Val::Poison {
+            return Val::Poison;
+        }
+        if let Some(t) = cond.truthy() {
+            if !matches!(cond, Val::Var(_)) {
+                return if t { a } else { b };
+            }
+        }
+        let Val::Var(c) = cond else {
+            let msg = format!("the condition must be a boolean, found {}", cond.describe());
+            return self.error(span, msg);
+        };
+        if self.scalar_of(c).is_none() {
+            return self.error(span, "the condition must be a boolean, not a pointer");
+        }
+        let c = self.as_bool(c);
+        // Pointers may be selected too (same pointer type on both sides).
+        let ptr_ty = |ck: &Self, v: &Val| match v {
+            Val::Var(x) => match ck.ty(*x).elem {
+                Elem::Ptr(p) => Some(p),
+                _ => None,
+            },
+            _ => None,
+        };
+        let (elem, pa, pb) = match (ptr_ty(self, &a), ptr_ty(self, &b)) {
+            (Some(p), Some(q)) if p == q => (Elem::Ptr(p), None, None),
+            (None, None) => match (self.operand(&a), self.operand(&b)) {
+                (Some(p), Some(q)) => {
+                    let d = promote(p, q);
+                    (Elem::Scalar(d), Some(d), Some(d))
+                }
+                _ => {
+                    return self.error(
+                        span,
+                        "`tl.where` needs numbers (or two pointers of one type)",
+                    )
+                }
+            },
+            _ => {
+                let msg = format!(
+                    "`tl.where` cannot choose between {} and {}",
+                    self.show(&a),
+                    self.show(&b)
+                );
+                return self.error(span, msg);
+            }
+        };
+        let cs = self.ty(c).shape.clone();
+        let (as_, bs) = (self.shape_of(&a), self.shape_of(&b));
+        let Some(sh) = self.broadcast_shapes(&cs, &as_, span) else {
+            return Val::Poison;
+        };
+        let Some(sh) = self.broadcast_shapes(&sh, &bs, span) else {
+            return Val::Poison;
+        };
+        let pick = |ck: &mut Self, v: &Val, d: Option<Scalar>| -> Option<crate::tile::ir::VarId> {
+            match (v, d) {
+                (_, Some(d)) => ck.operand_as(v, d, &sh),
+                (Val::Var(x), None) => Some(ck.bcast(*x, &sh)),
+                _ => None,
+            }
+        };
+        let (Some(x), Some(y)) = (pick(self, &a, pa), pick(self, &b, pb)) else {
+            return Val::Poison;
+        };
+        let c = self.bcast(c, &sh);
+        Val::Var(self.emit(
+            Type { elem, shape: sh },
+            Op::Where {
+                cond: c,
+                a: x,
+                b: y,
+            },
+        ))
+    }
+
+    /// `x.to(dtype)`: a compile-time number becomes a runtime scalar of that dtype.
+    pub fn convert(&mut self, x: Val, d: Scalar, span: Span) -> Val {
+        match &x {
+            Val::Poison => Val::Poison,
+            Val::Var(v) if self.scalar_of(*v).is_some() => Val::Var(self.cast(*v, d)),
+            v if v.is_number() => self.operand_as(v, d, &[]).map_or(Val::Poison, Val::Var),
+            other => {
+                let msg = format!(
+                    "cannot convert {} to `tl.{}`",
+                    self.show(other),
+                    d.triton_name()
+                );
+                self.error(span, msg)
+            }
+        }
+    }
+
+    /// An assertion: checked when its condition is known at compile time, else ignored.
+    pub fn assertion(&mut self, cond: &Val, msg: &str, span: Span, must_be_const: bool) {
+        let what = if msg.is_empty() {
+            String::new()
+        } else {
+            format!(": {msg}")
+        };
+        match cond.truthy() {
+            Some(true) => {}
+            Some(false) => {
+                self.error(
+                    span,
+                    format!("assertion `{}` failed{what}", self.text(span).trim()),
+                );
+            }
+            None if *cond == Val::Poison => {}
+            None if must_be_const => {
+                self.error(
+                    span,
+                    "`tl.static_assert` needs a condition known at compile time",
+                );
+            }
+            None => self.warning(
+                span,
+                "this assertion depends on runtime values; kwb does not check it and ignores it",
+            ),
+        }
+    }
+
+    fn py_convert(&mut self, name: &str, a: Args) -> Val {
+        let span = a.span;
+        let Some(s) = self.bind(name, a, &["x"], 0) else {
+            return Val::Poison;
+        };
+        let x = Self::val(&s, 0);
+        let bad = |ck: &mut Self, x: &Val| {
+            let msg = format!(
+                "`{}()` of {} is not known at compile time; use `.to(...)` on runtime values",
+                display_builtin(name),
+                ck.show(x)
+            );
+            ck.error(span, msg)
+        };
+        match (name, &x) {
+            ("py.float", Val::Str(t)) => {
+                let t = t.trim().to_ascii_lowercase();
+                let t = t.strip_prefix('+').unwrap_or(&t);
+                match t {
+                    "inf" | "infinity" => Val::Float(f64::INFINITY),
+                    "-inf" | "-infinity" => Val::Float(f64::NEG_INFINITY),
+                    "nan" | "-nan" => Val::Float(f64::NAN),
+                    other => match other.parse::<f64>() {
+                        Ok(v) => Val::Float(v),
+                        Err(_) => self.error(span, format!("`float()` cannot read {t:?}")),
+                    },
+                }
+            }
+            ("py.float", Val::None) => Val::Float(0.0),
+            ("py.float", v) if v.is_number() => {
+                match fold::binary(BinaryOp::Mul, v, &Val::Float(1.0)) {
+                    Ok(v) => v,
+                    Err(e) => self.error(span, e),
+                }
+            }
+            ("py.int", Val::None) => Val::Int(0),
+            ("py.int", Val::Int(i)) => Val::Int(*i),
+            ("py.int", Val::Bool(b)) => Val::Int(i64::from(*b)),
+            ("py.int", Val::Float(f)) if f.is_finite() && f.abs() < 9.2e18 => {
+                Val::Int(f.trunc() as i64)
+            }
+            ("py.int", Val::Str(t)) => match t.trim().parse::<i64>() {
+                Ok(v) => Val::Int(v),
+                Err(_) => self.error(span, format!("`int()` cannot read {t:?}")),
+            },
+            ("py.bool", v) => match v.truthy() {
+                Some(b) => Val::Bool(b),
+                None => bad(self, v),
+            },
+            (_, v) => bad(self, v),
+        }
+    }
+
+    fn py_minmax(&mut self, name: &str, a: Args) -> Val {
+        let span = a.span;
+        let mut items: Vec<Val> = a.pos.into_iter().map(|x| x.val).collect();
+        if items.len() == 1 {
+            if let Some(Val::Tuple(t)) = items.pop() {
+                items = t;
+            }
+        }
+        if items.contains(&Val::Poison) {
+            return Val::Poison;
+        }
+        if items.is_empty() || !items.iter().all(Val::is_number) {
+            return self.error(
+                span,
+                format!(
+                    "`{}` works on compile-time numbers; for runtime values use `tl.{}`",
+                    display_builtin(name),
+                    if name == "py.min" {
+                        "minimum"
+                    } else {
+                        "maximum"
+                    }
+                ),
+            );
+        }
+        let mut best = items[0].clone();
+        for v in &items[1..] {
+            let less = fold::compare(crate::tile::ast::CmpOp::Lt, v, &best).unwrap_or(false);
+            let greater = fold::compare(crate::tile::ast::CmpOp::Gt, v, &best).unwrap_or(false);
+            if (name == "py.min" && less) || (name == "py.max" && greater) {
+                best = v.clone();
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,320 @@
+//! Expressions: names (with scopes and "did you mean" suggestions), attributes (`tl.load`,
+//! `x.to`, `x.T`, `tl.math.tanh`), subscripts (`x[:, None]`, `t[0]`), operators, conditional
+//! expressions and calls (built-ins, methods and inlined `@triton.jit` helpers).
+
+use super::emit::Ck;
+use super::names;
+use super::value::{show_type, Val};
+use crate::tile::ast::{BoolOp, Expr, ExprKind, Index};
+use crate::tile::ir::{Elem, Op, Type};
+use crate::tile::span::Span;
+
+/// An evaluated call argument.
+pub(super) struct Arg {
+    pub val: Val,
+    pub span: Span,
+}
+
+/// A call's evaluated arguments.
+pub(super) struct Args {
+    pub pos: Vec<Arg>,
+    pub kw: Vec<(String, Arg)>,
+    /// The whole call.
+    pub span: Span,
+}
+
+impl Ck<'_> {
+    pub fn eval(&mut self, e: &Expr) -> Val {
+        match &e.kind {
+            ExprKind::Name(n) => self.lookup(n, e.span),
+            ExprKind::Int(v) => Val::Int(*v),
+            ExprKind::Float(v) => Val::Float(*v),
+            ExprKind::Str(s) => Val::Str(s.clone()),
+            ExprKind::Bool(b) => Val::Bool(*b),
+            ExprKind::None => Val::None,
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                Val::Tuple(items.iter().map(|i| self.eval(i)).collect())
+            }
+            ExprKind::Attr { value, attr } => {
+                let base = self.eval(value);
+                self.attribute(base, value, &attr.name, e.span)
+            }
+            ExprKind::Subscript { value, index } => {
+                let base = self.eval(value);
+                self.subscript(base, index, e.span)
+            }
+            ExprKind::Unary { op, operand } => {
+                let v = self.eval(operand);
+                self.unary(*op, v, e.span)
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.eval(lhs);
+                let r = self.eval(rhs);
+                self.binary(*op, l, r, e.span)
+            }
+            ExprKind::Logic { op, lhs, rhs } => {
+                let l = self.eval(lhs);
+                // Python's short circuit on a compile-time left side.
+                match (l.truthy(), op) {
+                    (Some(false), BoolOp::And) | (Some(true), BoolOp::Or) => l,
+                    (Some(_), _) => self.eval(rhs),
+                    (None, _) => {
+                        let r = self.eval(rhs);
+                        self.logic(*op == BoolOp::And, l, r, e.span)
+                    }
+                }
+            }
+            ExprKind::Compare { first, rest } => {
+                // `a < b < c` is `(a < b) and (b < c)`, as in Python.
+                let mut left = self.eval(first);
+                let mut acc: Option<Val> = None;
+                for (op, rhs) in rest {
+                    let right = self.eval(rhs);
+                    let c = self.compare(*op, left, right.clone(), e.span);
+                    acc = Some(match acc {
+                        None => c,
+                        Some(prev) => match prev.truthy() {
+                            Some(false) => prev,
+                            Some(true) => c,
+                            None => self.logic(true, prev, c, e.span),
+                        },
+                    });
+                    left = right;
+                }
+                acc.unwrap_or(Val::Poison)
+            }
+            ExprKind::IfExp {
+                cond,
+                then,
+                otherwise,
+            } => self.if_exp(cond, then, otherwise, e.span),
+            ExprKind::Call { func, args, kwargs } => {
+                let f = self.eval(func);
+                let mut a = Args {
+                    pos: Vec::new(),
+                    kw: Vec::new(),
+                    span: e.span,
+                };
+                for x in args {
+                    let val = self.eval(x);
+                    a.pos.push(Arg { val, span: x.span });
+                }
+                for k in kwargs {
+                    let val = self.eval(&k.value);
+                    a.kw.push((
+                        k.name.name.clone(),
+                        Arg {
+                            val,
+                            span: k.value.span,
+                        },
+                    ));
+                }
+                self.call(f, func, a)
+            }
+        }
+    }
+
+    fn if_exp(&mut self, cond: &Expr, then: &Expr, otherwise: &Expr, span: Span) -> Val {
+        let c = self.eval(cond);
+        match c.truthy() {
+            Some(true) => return self.eval(then),
+            Some(false) => return self.eval(otherwise),
+            None => {}
+        }
+        let a = self.eval(then);
+        let b = self.eval(otherwise);
+        let Val::Var(cv) = c else { return Val::Poison };
+        if self.ty(cv).is_tile() {
+            return self.error(
+                cond.span,
+                "a conditional expression on a tile: use `tl.where(cond, a, b)`",
+            );
+        }
+        self.select(Val::Var(cv), a, b, span)
+    }
+
+    /// A name, from the kernel's scope, then the file's, then Python's built-ins.
+    pub fn lookup(&mut self, name: &str, span: Span) -> Val {
+        if let Some(v) = self.env.get(name) {
+            return v.clone();
+        }
+        if let Some(why) = self.gone.get(name) {
+            let msg = why.clone();
+            return self.error(span, msg);
+        }
+        if let Some(v) = self.globals.get(name) {
+            return v.clone();
+        }
+        if let Some(b) = names::python_builtin(name) {
+            return b;
+        }
+        let mut known: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        known.extend(self.globals.keys().map(String::as_str));
+        known.extend(names::PYTHON_BUILTINS.iter().map(|(n, _)| *n));
+        let msg = match names::suggest(name, known) {
+            Some(s) => format!("unknown name `{name}`; did you mean `{s}`?"),
+            None => format!("unknown name `{name}`"),
+        };
+        self.error(span, msg)
+    }
+
+    /// `base.attr`.
+    fn attribute(&mut self, base: Val, base_expr: &Expr, attr: &str, span: Span) -> Val {
+        match base {
+            Val::Poison => Val::Poison,
+            Val::Module(m) => match names::module_attr(&m, attr) {
+                Some(v) => v,
+                None => {
+                    let written = self.text(base_expr.span).to_string();
+                    let msg = if !names::is_kernel_module(&m) {
+                        format!("the module `{written}` cannot be used inside a kernel")
+                    } else {
+                        match names::suggest(attr, names::module_names(&m)) {
+                            Some(s) => format!(
+                                "unknown name `{written}.{attr}`; did you mean `{written}.{s}`?"
+                            ),
+                            None => format!("unknown name `{written}.{attr}`"),
+                        }
+                    };
+                    self.error(span, msg)
+                }
+            },
+            Val::Var(x) => match attr {
+                "T" => self.permute(x, None, span),
+                "dtype" => match self.ty(x).elem {
+                    Elem::Scalar(s) => Val::DType(s),
+                    Elem::Ptr(_) => self.error(span, "`.dtype` of a pointer is not supported"),
+                },
+                "shape" => Val::Tuple(
+                    self.ty(x)
+                        .shape
+                        .iter()
+                        .map(|&d| Val::Int(i64::from(d)))
+                        .collect(),
+                ),
+                _ => match names::method(attr) {
+                    Some(m) => Val::Method(x, m),
+                    None => {
+                        let msg = match names::suggest(attr, names::METHODS.iter().map(|(n, _)| *n))
+                        {
+                            Some(s) => format!(
+                                "{} has no attribute `{attr}`; did you mean `{s}`?",
+                                super::emit::a_type(self.ty(x))
+                            ),
+                            None => format!(
+                                "{} has no attribute `{attr}`",
+                                super::emit::a_type(self.ty(x))
+                            ),
+                        };
+                        self.error(span, msg)
+                    }
+                },
+            },
+            other => {
+                let msg = format!("{} has no attribute `{attr}`", other.describe());
+                self.error(span, msg)
+            }
+        }
+    }
+
+    /// `base[...]`: a tuple element, or `:`/`None` to keep or insert tile dimensions.
+    fn subscript(&mut self, base: Val, index: &[Index], span: Span) -> Val {
+        if base == Val::Poison {
+            return Val::Poison;
+        }
+        if let Val::Tuple(items) = &base {
+            let [Index::Expr(i)] = index else {
+                return self.error(span, "a tuple takes one integer index");
+            };
+            let iv = self.eval(i);
+            let Val::Int(k) = iv else {
+                if iv == Val::Poison {
+                    return iv;
+                }
+                return self.error(i.span, "a tuple index must be a compile-time integer");
+            };
+            let n = items.len() as i64;
+            let at = if k < 0 { k.wrapping_add(n) } else { k };
+            return match usize::try_from(at).ok().and_then(|a| items.get(a)) {
+                Some(v) => v.clone(),
+                None => self.error(
+                    i.span,
+                    format!("tuple index {k} is out of range for a tuple of {n} elements"),
+                ),
+            };
+        }
+        let Val::Var(x) = base else {
+            let msg = format!("{} cannot be subscripted", base.describe());
+            return self.error(span, msg);
+        };
+        let ty = self.ty(x).clone();
+        let keeps = index.iter().filter(|i| matches!(i, Index::Full(_))).count();
+        if keeps > ty.shape.len() {
+            let msg = format!(
+                "too many `:` for a {}: it has {} dimension(s)",
+                show_type(&ty),
+                ty.shape.len()
+            );
+            return self.error(span, msg);
+        }
+        let mut cur = x;
+        let mut axis = 0u32;
+        for i in index {
+            match i {
+                Index::Full(_) => axis += 1,
+                Index::Expr(e) => {
+                    let v = self.eval(e);
+                    match v {
+                        Val::None => {
+                            let mut shape = self.ty(cur).shape.clone();
+                            shape.insert(axis as usize, 1);
+                            cur = self.emit(
+                                Type {
+                                    elem: ty.elem,
+                                    shape,
+                                },
+                                Op::ExpandDims { src: cur, axis },
+                            );
+                            axis += 1;
+                        }
+                        Val::Poison => return Val::Poison,
+                        _ => {
+                            return self.error(
+                                e.span,
+                                "a tile can only be indexed with `:` and `None` (picking elements is not supported; use `tl.where` and a reduction)",
+                            )
+                        }
+                    }
+                }
+            }
+        }
+        Val::Var(cur)
+    }
+
+    /// Calls `f` (written as `func`) with evaluated arguments.
+    fn call(&mut self, f: Val, func: &Expr, mut a: Args) -> Val {
+        match f {
+            Val::Poison => Val::Poison,
+            Val::Builtin(name) => self.builtin(name, a),
+            Val::Method(x, name) => {
+                a.pos.insert(
+                    0,
+                    Arg {
+                        val: Val::Var(x),
+                        span: func.span,
+                    },
+                );
+                self.builtin(name, a)
+            }
+            Val::Jit(idx) => self.inline_call(idx, a),
+            other => {
+                let msg = format!(
+                    "`{}` is {}, which cannot be called",
+                    self.text(func.span),
+                    other.describe()
+                );
+                self.error(func.span, msg)
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Where each element of a tile lives: the blocked register layout. A tile of `numel`
+//! elements is a per-thread array of `ept` registers; thread `t` owns runs of `vec` contiguous
+//! elements (row-major flat index), `f = ((e / vec) * T + t) * vec + e % vec` for register `e`.
+//! When the tile is smaller than `T * vec` the layout wraps (`f % numel`): several threads hold
+//! copies, and only the first holder *owns* the element (stores, atomics, sums).
+//!
+//! Layouts are keyed by element count, not shape, so `[N]`, `[1, N]` and a reshape of either
+//! share one layout and converting between them is a plain register copy.
+
+use crate::tile::ir::{Elem, Kernel, Op, Stmt, StmtKind};
+use std::collections::BTreeMap;
+
+/// The layout of every tile with `numel` elements in one kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub numel: u64,
+    /// Threads per program.
+    pub threads: u64,
+    /// Contiguous elements per run.
+    pub vec: u64,
+    /// Registers per thread.
+    pub ept: u64,
+}
+
+impl Layout {
+    /// The layout for `numel` elements over `threads`, aiming at runs of `want_vec` elements.
+    pub fn new(numel: u64, threads: u64, want_vec: u64) -> Layout {
+        let threads = threads.max(1);
+        let numel = numel.max(1);
+        let mut vec = want_vec.max(1);
+        while vec > 1 && vec * threads > numel {
+            vec /= 2;
+        }
+        let per_round = vec * threads;
+        let rounds = numel.div_ceil(per_round);
+        Layout {
+            numel,
+            threads,
+            vec,
+            ept: rounds * vec,
+        }
+    }
+
+    /// Whether some threads hold copies of elements others hold.
+    pub fn replicated(&self) -> bool {
+        self.ept * self.threads > self.numel
+    }
+
+    /// The flat index thread `t` holds in register `e`.
+    pub fn flat(&self, t: u64, e: u64) -> u64 {
+        (((e / self.vec) * self.threads + t) * self.vec + e % self.vec) % self.numel
+    }
+
+    /// Whether thread `t` owns (is the first holder of) its register `e`.
+    pub fn owns(&self, t: u64, e: u64) -> bool {
+        ((e / self.vec) * self.threads + t) * self.vec + e % self.vec < self.numel
+    }
+
+    /// The register of thread `t` that holds flat index `g`, if it holds it.
+    pub fn holds(&self, t: u64, g: u64) -> Option<u64> {
+        if g >= self.numel {
+            return None;
+        }
+        if !self.replicated() {
+            let run = g / self.vec;
+            if run % self.threads != t {
+                return None;
+            }
+            return Some((run / self.threads) * self.vec + g % self.vec);
+        }
+        // Wrapped: ept == vec and thread t holds (t * vec + e) % numel.
+        let e = g % self.vec;
+        ((t * self.vec + e) % self.numel == g).then_some(e)
+    }
+
+    /// C expression of the flat index of register `e` (a C expression) in thread `kwb_tid`.
+    pub fn flat_expr(&self, e: &str) -> String {
+        let run = if self.ept == self.vec {
+            "kwb_tid".to_string()
+        } else {
+            format!("({e} / {}) * {} + kwb_tid", self.vec, self.threads)
+        };
+        let base = if self.vec == 1 {
+            run
+        } else {
+            format!("({run}) * {} + {e} % {}", self.vec, self.vec)
+        };
+        if self.replicated() {
+            format!("({base}) % {}", self.numel)
+        } else {
+            base
+        }
+    }
+
+    /// C condition: thread `kwb_tid` owns its register `e` (None when every thread owns all).
+    pub fn owner_expr(&self) -> Option<String> {
+        // Wrapped layouts have ept == vec, so ownership does not depend on e.
+        self.replicated()
+            .then(|| format!("kwb_tid < {}", self.numel / self.vec))
+    }
+}
+
+/// The layout of each tile size used in `k`.
+pub struct Layouts {
+    by_numel: BTreeMap<u64, Layout>,
+    threads: u64,
+}
+
+impl Layouts {
+    /// Vector width per size: 16 bytes over the widest element of that size's global accesses.
+    pub fn plan(k: &Kernel) -> Layouts {
+        let mut widest: BTreeMap<u64, u32> = BTreeMap::new();
+        let mut sizes: Vec<u64> = Vec::new();
+        for v in &k.vars {
+            if v.ty.is_tile() {
+                sizes.push(v.ty.numel());
+            }
+        }
+        visit(&k.body, &mut |s| {
+            let ptr = match &s.kind {
+                StmtKind::Store { ptr, .. } => Some(*ptr),
+                StmtKind::Assign {
+                    op: Op::Load { ptr, .. } | Op::Atomic { ptr, .. },
+                    ..
+                } => Some(*ptr),
+                _ => None,
+            };
+            if let Some(p) = ptr {
+                let ty = k.ty(p);
+                if let (true, Elem::Ptr(s)) = (ty.is_tile(), ty.elem) {
+                    let w = widest.entry(ty.numel()).or_insert(0);
+                    *w = (*w).max(s.size());
+                }
+            }
+        });
+        let threads = u64::from(k.threads().max(1));
+        let by_numel = sizes
+            .into_iter()
+            .map(|n| {
+                let vec = match widest.get(&n) {
+                    Some(&w) if w > 0 => u64::from(16 / w.min(16)).max(1),
+                    _ => 4,
+                };
+                (n, Layout::new(n, threads, vec))
+            })
+            .collect();
+        Layouts { by_numel, threads }
+    }
+
+    /// The layout of a tile of `numel` elements.
+    pub fn of(&self, numel: u64) -> Layout {
+        self.by_numel
+            .get(&numel)
+            .copied()
+            .unwrap_or_else(|| Layout::new(numel, self.threads, 4))
+    }
+}
+
+/// Calls `f` on every statement, nested ones included.
+pub fn visit(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for s in body {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                visit(then, f);
+                visit(otherwise, f);
+            }
+            StmtKind::For { body, .. } => visit(body, f),
+            StmtKind::While {
+                cond_body, body, ..
+            } => {
+                visit(cond_body, f);
+                visit(body, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocked_layout_covers_every_element_once() {
+        for (numel, threads, vec) in [(4096, 128, 8), (1024, 128, 4), (2048, 512, 4), (8, 32, 4)] {
+            let l = Layout::new(numel, threads, vec);
+            let mut seen = vec![0u32; numel as usize];
+            for t in 0..threads {
+                for e in 0..l.ept {
+                    let f = l.flat(t, e);
+                    if l.owns(t, e) {
+                        seen[f as usize] += 1;
+                    }
+                    assert_eq!(l.holds(t, f), Some(e), "{numel} {threads} t{t} e{e}");
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1), "{numel}/{threads}/{vec}");
+        }
+    }
+
+    #[test]
+    fn vector_runs_are_capped_by_the_tile() {
+        let l = Layout::new(4096, 128, 8);
+        assert_eq!((l.vec, l.ept), (8, 32));
+        assert_eq!(l.flat(1, 0), 8);
+        assert_eq!(l.flat(0, 8), 1024);
+        let small = Layout::new(64, 128, 4);
+        assert_eq!((small.vec, small.ept), (1, 1));
+        assert!(small.replicated());
+        assert_eq!(small.flat(65, 0), 1);
+        assert!(!small.owns(65, 0));
+        assert_eq!(small.owner_expr().as_deref(), Some("kwb_tid < 64"));
+        let mid = Layout::new(256, 128, 4);
+        assert_eq!((mid.vec, mid.ept), (2, 2));
+    }
+
+    #[test]
+    fn flat_expressions_match_the_mapping() {
+        let l = Layout::new(4096, 128, 8);
+        assert_eq!(l.flat_expr("e"), "((e / 8) * 128 + kwb_tid) * 8 + e % 8");
+        let w = Layout::new(32, 128, 4);
+        assert_eq!(w.flat_expr("e"), "(kwb_tid) % 32");
+    }
+}

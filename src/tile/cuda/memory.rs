@@ -1,0 +1,391 @@
+//! Global memory: loads, stores and atomics. The vector width of a tile access is what the
+//! axis facts prove: at most the layout's run, the pointer's contiguity, its alignment, the
+//! mask's constancy and 16 bytes. A vector access is one predicated `ld/st.global.v4/v2.b32`
+//! (inline PTX: a masked-off vector never touches memory and keeps `other`); a scalar access
+//! is a C access under an `if`, which NVCC predicates.
+
+use super::names::{c_scalar, elem_scalar, literal};
+use super::writer::Writer;
+use crate::tile::ir::{AtomicOp, Const, Scalar, VarId};
+
+/// The bits of element `x` of type `s`, as an unsigned integer of the element's width.
+fn bits(s: Scalar, x: &str) -> String {
+    match s {
+        Scalar::F32 => format!("__float_as_uint({x})"),
+        Scalar::F16 => format!("(unsigned)__half_as_ushort({x})"),
+        Scalar::BF16 => format!("(unsigned)__bfloat16_as_ushort({x})"),
+        Scalar::F64 => format!("(unsigned long long)__double_as_longlong({x})"),
+        Scalar::I64 | Scalar::U64 => format!("(unsigned long long)({x})"),
+        Scalar::I16 | Scalar::U16 => format!("(unsigned)(unsigned short)({x})"),
+        Scalar::I8 | Scalar::U8 | Scalar::I1 => format!("(unsigned)(unsigned char)({x})"),
+        Scalar::I32 | Scalar::U32 => format!("(unsigned)({x})"),
+    }
+}
+
+/// Element of type `s` from its bits `w` (an unsigned integer expression).
+fn from_bits(s: Scalar, w: &str) -> String {
+    match s {
+        Scalar::F32 => format!("__uint_as_float({w})"),
+        Scalar::F16 => format!("__ushort_as_half((unsigned short)({w}))"),
+        Scalar::BF16 => format!("__ushort_as_bfloat16((unsigned short)({w}))"),
+        Scalar::F64 => format!("__longlong_as_double((long long)({w}))"),
+        Scalar::I1 => format!("((({w}) & 0xffu) != 0)"),
+        other => format!("({})({w})", c_scalar(other)),
+    }
+}
+
+impl Writer<'_> {
+    /// The proven vector width (in elements) of a tile access through `ptr` under `mask`.
+    pub fn vector_width(&self, ptr: VarId, mask: Option<VarId>) -> u64 {
+        let s = elem_scalar(self.k, ptr);
+        let size = u64::from(s.size());
+        let l = self.layout(ptr);
+        let (contig, div, _) = self.facts(ptr).last();
+        let last_dim = self
+            .k
+            .ty(ptr)
+            .shape
+            .last()
+            .map(|&d| u64::from(d))
+            .unwrap_or(1);
+        let mut w = l
+            .vec
+            .min(contig)
+            .min(last_dim)
+            .min(16 / size)
+            .min(div / size);
+        if let Some(m) = mask.filter(|m| self.is_tile(*m)) {
+            w = w.min(self.facts(m).last().2);
+        }
+        let w = w.max(1);
+        // Below 4 bytes a vector buys nothing; use the scalar path.
+        if w * size < 4 {
+            1
+        } else {
+            w
+        }
+    }
+
+    pub fn load(
+        &mut self,
+        dst: VarId,
+        ptr: VarId,
+        mask: Option<VarId>,
+        other: Option<VarId>,
+        _line: u32,
+    ) {
+        let s = elem_scalar(self.k, dst);
+        let zero = literal(s, Const::Int(0));
+        let other_at = |w: &Writer, e: &str| match other {
+            Some(o) => w.at(o, e),
+            None => zero.clone(),
+        };
+        if !self.is_tile(dst) {
+            let d = self.name(dst).to_string();
+            self.line(&format!("{d} = {};", other_at(self, "")));
+            let cond = mask
+                .map(|m| format!("if ({}) ", self.name(m)))
+                .unwrap_or_default();
+            self.line(&format!("{cond}{d} = *{};", self.name(ptr)));
+            return;
+        }
+        let l = self.layout(dst);
+        let w = self.vector_width(ptr, mask);
+        let size = u64::from(s.size());
+        let bytes = w * size;
+        if w == 1 || !matches!(bytes, 4 | 8 | 16) {
+            self.line("#pragma unroll");
+            self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
+            let d = self.at(dst, "e");
+            self.line(&format!("{d} = {};", other_at(self, "e")));
+            let cond = mask
+                .map(|m| format!("if ({}) ", self.at(m, "e")))
+                .unwrap_or_default();
+            self.line(&format!("{cond}{d} = *{};", self.at(ptr, "e")));
+            self.close("}");
+            return;
+        }
+        let (ty, fun, comps): (&str, &str, &[&str]) = match bytes {
+            16 => ("uint4", "kwb_ld128", &["x", "y", "z", "w"]),
+            8 => ("uint2", "kwb_ld64", &["x", "y"]),
+            _ => ("unsigned", "kwb_ld32", &[""]),
+        };
+        let word = |k: usize| {
+            if comps[k].is_empty() {
+                "r".to_string()
+            } else {
+                format!("r.{}", comps[k])
+            }
+        };
+        let lane = |j: u64| {
+            if j == 0 {
+                "e".to_string()
+            } else {
+                format!("e + {j}")
+            }
+        };
+        self.line(&format!(
+            "// {w} x {} per access ({bytes}-byte vectors)",
+            s.triton_name()
+        ));
+        self.line("#pragma unroll");
+        self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
+        // Masked-off lanes keep `other`: the words start as its bits.
+        let init: Vec<String> = (0..comps.len())
+            .map(|k| match other {
+                None => "0u".to_string(),
+                Some(_) => self.pack(s, k as u64, &|j| other_at(self, &lane(j))),
+            })
+            .collect();
+        if comps[0].is_empty() {
+            self.line(&format!("unsigned r = {};", init[0]));
+        } else {
+            self.line(&format!("{ty} r = make_{ty}({});", init.join(", ")));
+        }
+        let m = mask
+            .map(|m| self.at(m, "e"))
+            .unwrap_or_else(|| "true".into());
+        self.line(&format!("{fun}(r, {}, {m});", self.at(ptr, "e")));
+        for j in 0..w {
+            let value = self.unpack(s, j, &word);
+            self.line(&format!("{} = {value};", self.at(dst, &lane(j))));
+        }
+        self.close("}");
+    }
+
+    /// 32-bit word `k` of a vector whose lane `j` is `lane(j)`.
+    fn pack(&self, s: Scalar, k: u64, lane: &dyn Fn(u64) -> String) -> String {
+        match s.size() {
+            8 => {
+                let b = bits(s, &lane(k / 2));
+                if k.is_multiple_of(2) {
+                    format!("(unsigned)({b})")
+                } else {
+                    format!("(unsigned)(({b}) >> 32)")
+                }
+            }
+            4 => bits(s, &lane(k)),
+            size => {
+                let per = u64::from(4 / size);
+                let parts: Vec<String> = (0..per)
+                    .map(|i| {
+                        let b = bits(s, &lane(k * per + i));
+                        let shift = i * u64::from(size) * 8;
+                        if shift == 0 {
+                            b
+                        } else {
+                            format!("({b} << {shift})")
+                        }
+                    })
+                    .collect();
+                parts.join(" | ")
+            }
+        }
+    }
+
+    /// Lane `j` of a vector from its 32-bit words `word(k)`.
+    fn unpack(&self, s: Scalar, j: u64, word: &dyn Fn(usize) -> String) -> String {
+        match s.size() {
+            8 => {
+                let (lo, hi) = (word((2 * j) as usize), word((2 * j + 1) as usize));
+                from_bits(s, &format!("((unsigned long long){hi} << 32) | {lo}"))
+            }
+            4 => from_bits(s, &word(j as usize)),
+            size => {
+                let per = u64::from(4 / size);
+                let w = word((j / per) as usize);
+                let shift = (j % per) * u64::from(size) * 8;
+                let x = if shift == 0 {
+                    w
+                } else {
+                    format!("{w} >> {shift}")
+                };
+                from_bits(s, &x)
+            }
+        }
+    }
+
+    pub fn store(&mut self, ptr: VarId, value: VarId, mask: Option<VarId>, _line: u32) {
+        let s = elem_scalar(self.k, ptr);
+        if !self.is_tile(ptr) {
+            let m = mask
+                .map(|m| format!(" && {}", self.name(m)))
+                .unwrap_or_default();
+            self.line(&format!(
+                "if (kwb_tid == 0{m}) *{} = {};",
+                self.name(ptr),
+                self.name(value)
+            ));
+            return;
+        }
+        let l = self.layout(ptr);
+        let w = self.vector_width(ptr, mask);
+        let bytes = w * u64::from(s.size());
+        let mut conds: Vec<String> = Vec::new();
+        if let Some(m) = mask {
+            conds.push(self.at(m, "e"));
+        }
+        if let Some(o) = l.owner_expr() {
+            conds.push(o);
+        }
+        let lane = |j: u64| {
+            if j == 0 {
+                "e".to_string()
+            } else {
+                format!("e + {j}")
+            }
+        };
+        if w == 1 || !matches!(bytes, 4 | 8 | 16) {
+            let cond = if conds.is_empty() {
+                String::new()
+            } else {
+                format!("if ({}) ", conds.join(" && "))
+            };
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int e = 0; e < {}; ++e) {cond}*{} = {};",
+                l.ept,
+                self.at(ptr, "e"),
+                self.at(value, "e")
+            ));
+            return;
+        }
+        let (ty, fun, n) = match bytes {
+            16 => ("uint4", "kwb_st128", 4),
+            8 => ("uint2", "kwb_st64", 2),
+            _ => ("unsigned", "kwb_st32", 1),
+        };
+        let words: Vec<String> = (0..n)
+            .map(|k| self.pack(s, k, &|j| self.at(value, &lane(j))))
+            .collect();
+        let v = if n == 1 {
+            words[0].clone()
+        } else {
+            format!("make_{ty}({})", words.join(", "))
+        };
+        let m = if conds.is_empty() {
+            "true".to_string()
+        } else {
+            conds.join(" && ")
+        };
+        self.line(&format!(
+            "// {w} x {} per access ({bytes}-byte vectors)",
+            s.triton_name()
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int e = 0; e < {}; e += {w}) {fun}({}, {v}, {m});",
+            l.ept,
+            self.at(ptr, "e")
+        ));
+    }
+
+    pub fn atomic(
+        &mut self,
+        dst: VarId,
+        op: AtomicOp,
+        ptr: VarId,
+        value: VarId,
+        mask: Option<VarId>,
+        line: u32,
+    ) {
+        let s = elem_scalar(self.k, ptr);
+        let t = c_scalar(s);
+        let call = |p: &str, v: &str| -> Option<String> {
+            Some(match (op, s) {
+                (AtomicOp::Add, Scalar::I64) => format!(
+                    "(long long)atomicAdd((unsigned long long*){p}, (unsigned long long){v})"
+                ),
+                (
+                    AtomicOp::Add,
+                    Scalar::F32
+                    | Scalar::F64
+                    | Scalar::I32
+                    | Scalar::U32
+                    | Scalar::U64
+                    | Scalar::F16
+                    | Scalar::BF16,
+                ) => format!("atomicAdd({p}, {v})"),
+                (AtomicOp::Max, Scalar::F32) => format!("kwb_atomic_max({p}, {v})"),
+                (AtomicOp::Min, Scalar::F32) => format!("kwb_atomic_min({p}, {v})"),
+                (AtomicOp::Max, Scalar::I32 | Scalar::U32 | Scalar::U64) => {
+                    format!("atomicMax({p}, {v})")
+                }
+                (AtomicOp::Min, Scalar::I32 | Scalar::U32 | Scalar::U64) => {
+                    format!("atomicMin({p}, {v})")
+                }
+                (AtomicOp::Max, Scalar::I64) => format!("atomicMax({p}, {v})"),
+                (AtomicOp::Min, Scalar::I64) => format!("atomicMin({p}, {v})"),
+                _ => return None,
+            })
+        };
+        if call("p", "v").is_none() {
+            let what = format!("atomic {op:?} on {}", s.triton_name()).to_lowercase();
+            self.unsupported(&what, line);
+            return;
+        }
+        let zero = literal(s, Const::Int(0));
+        if !self.is_tile(dst) {
+            // One thread performs it; the old value reaches every thread through shared memory.
+            let off = self.site_bytes;
+            self.site_bytes += 16;
+            let m = mask
+                .map(|m| format!(" && {}", self.name(m)))
+                .unwrap_or_default();
+            let d = self.name(dst).to_string();
+            self.open("{");
+            self.line(&format!(
+                "{t}* kwb_r = reinterpret_cast<{t}*>(kwb_red + {off});"
+            ));
+            let c = call(self.name(ptr), self.name(value)).unwrap_or_default();
+            self.line(&format!(
+                "if (kwb_tid == 0) *kwb_r = (true{m}) ? {c} : {zero};"
+            ));
+            self.line("__syncthreads();");
+            self.line(&format!("{d} = *kwb_r;"));
+            self.close("}");
+            return;
+        }
+        let l = self.layout(dst);
+        let mut conds: Vec<String> = Vec::new();
+        if let Some(m) = mask {
+            conds.push(self.at(m, "e"));
+        }
+        if let Some(o) = l.owner_expr() {
+            conds.push(o);
+        }
+        let cond = if conds.is_empty() {
+            String::new()
+        } else {
+            format!("if ({}) ", conds.join(" && "))
+        };
+        let d = self.at(dst, "e");
+        let c = call(&self.at(ptr, "e"), &self.at(value, "e")).unwrap_or_default();
+        self.line("#pragma unroll");
+        self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
+        self.line(&format!("{d} = {zero};"));
+        self.line(&format!("{cond}{d} = {c};"));
+        self.close("}");
+        if l.replicated() {
+            // Copies of an element get the owner's old value.
+            self.scratch_bytes = self.scratch_bytes.max(l.numel * u64::from(s.size()));
+            self.open("{");
+            self.line(&format!(
+                "{t}* kwb_s = reinterpret_cast<{t}*>(kwb_scratch);"
+            ));
+            let owner = l.owner_expr().unwrap_or_default();
+            let f = l.flat_expr("e");
+            self.line(&format!(
+                "for (int e = 0; e < {}; ++e) if ({owner}) kwb_s[{f}] = {d};",
+                l.ept
+            ));
+            self.line("__syncthreads();");
+            self.line(&format!(
+                "for (int e = 0; e < {}; ++e) {d} = kwb_s[{f}];",
+                l.ept
+            ));
+            self.line("__syncthreads();");
+            self.close("}");
+        }
+    }
+}

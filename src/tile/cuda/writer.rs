@@ -1,0 +1,457 @@
+//! The per-kernel writer: declarations, control flow, and the elementwise ops, each a
+//! `#pragma unroll` loop over the per-thread register arrays with a compile-time trip count so
+//! that the arrays stay in registers. Loads and stores live in `memory.rs`, reductions in
+//! `reduce.rs`, layout changes in `relayout.rs`.
+
+use super::axis::{self, Facts};
+use super::layout::{Layout, Layouts};
+use super::math;
+use super::names::{self, c_elem, c_string, elem_scalar, literal};
+use crate::tile::ir::{Const, Kernel, Op, Scalar, Stmt, StmtKind, VarId};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// Shared memory above this does not fit a program without opting in: reported as `#error`.
+pub const SMEM_LIMIT: u64 = 48 * 1024;
+
+pub struct Writer<'k> {
+    pub k: &'k Kernel,
+    pub names: Vec<String>,
+    pub layouts: Layouts,
+    pub facts: Vec<Facts>,
+    /// The function body being written.
+    pub out: String,
+    indent: usize,
+    file: String,
+    /// Bytes of the scratch buffer that layout changes and axis reductions share.
+    pub scratch_bytes: u64,
+    /// Bytes of the per-site buffers of full reductions (each site its own region).
+    pub site_bytes: u64,
+    /// Scalar variables assigned exactly once, by a constant.
+    consts: HashMap<VarId, Const>,
+}
+
+impl<'k> Writer<'k> {
+    pub fn new(k: &'k Kernel) -> Writer<'k> {
+        let mut counts: HashMap<VarId, (u32, Option<Const>)> = HashMap::new();
+        super::layout::visit(&k.body, &mut |s| {
+            if let StmtKind::Assign { dst, op } = &s.kind {
+                let c = counts.entry(*dst).or_insert((0, None));
+                c.0 += 1;
+                c.1 = match op {
+                    Op::Const(v) => Some(*v),
+                    _ => None,
+                };
+            }
+        });
+        let consts = counts
+            .into_iter()
+            .filter_map(|(v, (n, c))| if n == 1 { c.map(|c| (v, c)) } else { None })
+            .collect();
+        Writer {
+            k,
+            names: names::var_names(k),
+            layouts: Layouts::plan(k),
+            facts: axis::analyse(k),
+            out: String::new(),
+            indent: 1,
+            file: c_string(&k.file.display().to_string()),
+            scratch_bytes: 0,
+            site_bytes: 0,
+            consts,
+        }
+    }
+
+    /// One line of code at the current indentation.
+    pub fn line(&mut self, s: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    pub fn open(&mut self, s: &str) {
+        self.line(s);
+        self.indent += 1;
+    }
+
+    pub fn close(&mut self, s: &str) {
+        self.indent = self.indent.saturating_sub(1);
+        self.line(s);
+    }
+
+    /// An `#error` at the current tile line: what NVRTC reports for what cannot be lowered yet.
+    pub fn unsupported(&mut self, what: &str, line: u32) {
+        let msg = c_string(what);
+        self.out.push_str(&format!(
+            "#error \"kwb tile: {msg} not supported yet (line {line})\"\n"
+        ));
+    }
+
+    pub fn name(&self, v: VarId) -> &str {
+        self.names
+            .get(v.0 as usize)
+            .map(String::as_str)
+            .unwrap_or("kwb_bad")
+    }
+
+    pub fn is_tile(&self, v: VarId) -> bool {
+        self.k.ty(v).is_tile()
+    }
+
+    /// The layout of tile `v`.
+    pub fn layout(&self, v: VarId) -> Layout {
+        self.layouts.of(self.k.ty(v).numel())
+    }
+
+    /// Element `e` of `v` (a scalar is the same in every register).
+    pub fn at(&self, v: VarId, e: &str) -> String {
+        if self.is_tile(v) {
+            format!("{}[{e}]", self.name(v))
+        } else {
+            self.name(v).to_string()
+        }
+    }
+
+    pub fn facts(&self, v: VarId) -> Facts {
+        self.facts
+            .get(v.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| Facts::unknown(self.k.ty(v).shape.len()))
+    }
+
+    /// Emits `dst = expr` for every element of `dst` (a loop over registers for a tile).
+    pub fn each(&mut self, dst: VarId, expr: impl Fn(&Self, &str) -> String) {
+        if self.is_tile(dst) {
+            let ept = self.layout(dst).ept;
+            self.line("#pragma unroll");
+            let body = format!("{} = {};", self.at(dst, "e"), expr(self, "e"));
+            self.line(&format!("for (int e = 0; e < {ept}; ++e) {body}"));
+        } else {
+            let body = format!("{} = {};", self.name(dst), expr(self, ""));
+            self.line(&body);
+        }
+    }
+
+    /// The kernel: signature, declarations, body.
+    pub fn kernel(mut self) -> String {
+        let k = self.k;
+        let body_stmts = k.body.clone();
+        self.block(&body_stmts);
+        let mut head = String::new();
+        let facts: Vec<String> = k
+            .params
+            .iter()
+            .filter(|p| p.divisible_by_16)
+            .map(|p| p.name.clone())
+            .collect();
+        let _ = writeln!(
+            head,
+            "// kernel `{}` from {}:{}, specialised for num_warps = {} ({} threads){}",
+            k.name,
+            k.file.display(),
+            k.loc.line,
+            k.num_warps,
+            k.threads(),
+            if facts.is_empty() {
+                String::new()
+            } else {
+                format!("; divisible by 16: {}", facts.join(", "))
+            }
+        );
+        let params: Vec<String> = k
+            .params
+            .iter()
+            .map(|p| format!("{} {}", c_elem(k.ty(p.var).elem), self.name(p.var)))
+            .collect();
+        let _ = writeln!(
+            head,
+            "extern \"C\" __global__ void __launch_bounds__({}) {}({})\n{{",
+            k.threads(),
+            k.name,
+            params.join(", ")
+        );
+        head.push_str("    const int kwb_tid = threadIdx.x;\n");
+        if self.scratch_bytes + self.site_bytes > SMEM_LIMIT {
+            let _ = writeln!(
+                head,
+                "#error \"kwb tile: kernel `{}` needs {} bytes of shared memory for layout changes \
+                 and reductions, above the 48 KiB a program gets (use smaller tiles)\"",
+                k.name,
+                self.scratch_bytes + self.site_bytes
+            );
+        }
+        if self.scratch_bytes > 0 {
+            let _ = writeln!(
+                head,
+                "    __shared__ __align__(16) unsigned char kwb_scratch[{}];",
+                self.scratch_bytes
+            );
+        }
+        if self.site_bytes > 0 {
+            let _ = writeln!(
+                head,
+                "    __shared__ __align__(16) unsigned char kwb_red[{}];",
+                self.site_bytes
+            );
+        }
+        let params: Vec<VarId> = k.params.iter().map(|p| p.var).collect();
+        for (i, v) in k.vars.iter().enumerate() {
+            let id = VarId(i as u32);
+            if params.contains(&id) {
+                continue;
+            }
+            let t = c_elem(v.ty.elem);
+            if v.ty.is_tile() {
+                let ept = self.layouts.of(v.ty.numel()).ept;
+                let _ = writeln!(head, "    {t} {}[{ept}];", self.name(id));
+            } else {
+                let _ = writeln!(head, "    {t} {};", self.name(id));
+            }
+        }
+        head.push_str(&self.out);
+        head.push_str("}\n");
+        head
+    }
+
+    pub fn block(&mut self, body: &[Stmt]) {
+        for s in body {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let line = s.loc.line.max(1);
+        let directive = format!("#line {line} \"{}\"\n", self.file);
+        self.out.push_str(&directive);
+        match &s.kind {
+            StmtKind::Assign { dst, op } => self.assign(*dst, op, line),
+            StmtKind::Store { ptr, value, mask } => self.store(*ptr, *value, *mask, line),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.open(&format!("if ({}) {{", self.name(*cond)));
+                self.block(then);
+                if otherwise.is_empty() {
+                    self.close("}");
+                } else {
+                    self.close("} else {");
+                    self.indent += 1;
+                    self.block(otherwise);
+                    self.close("}");
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => self.for_loop(*var, *start, *end, *step, body),
+            StmtKind::While {
+                cond_body,
+                cond,
+                body,
+            } => {
+                self.open("while (true) {");
+                self.block(cond_body);
+                self.line(&format!("if (!{}) break;", self.name(*cond)));
+                self.block(body);
+                self.loop_end(body);
+                self.close("}");
+            }
+            StmtKind::Barrier => self.line("__syncthreads();"),
+            StmtKind::Return => self.line("return;"),
+        }
+    }
+
+    fn for_loop(&mut self, var: VarId, start: VarId, end: VarId, step: VarId, body: &[Stmt]) {
+        let s = elem_scalar(self.k, var);
+        let t = names::c_scalar(s);
+        let (v, st) = (self.name(var).to_string(), self.name(step).to_string());
+        // Python's range: the bounds are read once; the step's sign picks the test.
+        let test = match self.consts.get(&step) {
+            Some(Const::Int(i)) if *i > 0 => format!("{v} < kwb_end"),
+            Some(Const::Int(i)) if *i < 0 => format!("{v} > kwb_end"),
+            _ => format!("(kwb_step > 0 ? {v} < kwb_end : {v} > kwb_end)"),
+        };
+        self.open("{");
+        self.line(&format!("const {t} kwb_end = {};", self.name(end)));
+        self.line(&format!("const {t} kwb_step = {st};"));
+        self.open(&format!(
+            "for ({v} = {}; {test}; {v} = ({t})({v} + kwb_step)) {{",
+            self.name(start)
+        ));
+        self.block(body);
+        self.loop_end(body);
+        self.close("}");
+        self.close("}");
+    }
+
+    /// A loop body whose full reductions reuse their shared buffers on the next iteration
+    /// needs a barrier in between; two barrier sites at its top level already give one.
+    fn loop_end(&mut self, body: &[Stmt]) {
+        let mut reduces = false;
+        super::layout::visit(body, &mut |s| {
+            if let StmtKind::Assign { dst, op } = &s.kind {
+                reduces |= self.uses_site(*dst, op);
+            }
+        });
+        let sites = body
+            .iter()
+            .filter(|s| match &s.kind {
+                StmtKind::Barrier => true,
+                StmtKind::Assign { dst, op } => {
+                    self.uses_site(*dst, op) || self.uses_scratch(*dst, op)
+                }
+                _ => false,
+            })
+            .count();
+        if reduces && sites < 2 {
+            self.line("__syncthreads();  // the loop reuses its reduction buffers");
+        }
+    }
+
+    fn assign(&mut self, dst: VarId, op: &Op, line: u32) {
+        let k = self.k;
+        let dst_elem = k.ty(dst).elem;
+        let ds = elem_scalar(k, dst);
+        match op {
+            Op::Const(c) => {
+                let lit = literal(ds, *c);
+                self.each(dst, |_, _| lit.clone());
+            }
+            Op::Copy(src) | Op::Hint { src, .. } => {
+                let src = *src;
+                self.each(dst, |w, e| w.at(src, e));
+            }
+            Op::ProgramId(a) | Op::NumPrograms(a) => {
+                let what = if matches!(op, Op::ProgramId(_)) {
+                    "blockIdx"
+                } else {
+                    "gridDim"
+                };
+                let axis = ["x", "y", "z"].get(*a as usize).copied().unwrap_or("x");
+                self.line(&format!("{} = (int){what}.{axis};", self.name(dst)));
+            }
+            Op::Arange { start, .. } => {
+                let l = self.layout(dst);
+                let f = l.flat_expr("e");
+                let expr = if *start == 0 {
+                    f
+                } else {
+                    format!("{} + ({f})", names::int_literal(Scalar::I32, *start))
+                };
+                self.each(dst, |_, _| expr.clone());
+            }
+            Op::Splat(src) => {
+                let src = *src;
+                self.each(dst, |w, e| w.at(src, e));
+            }
+            Op::Broadcast(_) | Op::ExpandDims { .. } | Op::Reshape(_) | Op::Permute { .. } => {
+                self.relayout(dst, op, line)
+            }
+            Op::Cast(src) => {
+                let (src, from) = (*src, k.ty(*src).elem);
+                self.each(dst, |w, e| math::cast(from, dst_elem, &w.at(src, e)));
+            }
+            Op::Binary { op, lhs, rhs } => {
+                let s = elem_scalar(k, *lhs);
+                let (l, r, op) = (*lhs, *rhs, *op);
+                if let Some(p) = math::packed(op, s) {
+                    self.packed_binary(dst, &p, l, r);
+                    return;
+                }
+                match math::binary(op, s, "A", "B") {
+                    Ok(_) => self.each(dst, |w, e| {
+                        math::binary(op, s, &w.at(l, e), &w.at(r, e)).unwrap_or_default()
+                    }),
+                    Err(what) => self.unsupported(&what, line),
+                }
+            }
+            Op::Unary { op, src } => {
+                let s = elem_scalar(k, *src);
+                let (src, op) = (*src, *op);
+                match math::unary(op, s, "A") {
+                    Ok(_) => self.each(dst, |w, e| {
+                        math::unary(op, s, &w.at(src, e)).unwrap_or_default()
+                    }),
+                    Err(what) => self.unsupported(&what, line),
+                }
+            }
+            Op::Fma { a, b, c } => {
+                let (a, b, c) = (*a, *b, *c);
+                self.each(dst, |w, e| {
+                    math::fma(ds, &w.at(a, e), &w.at(b, e), &w.at(c, e))
+                });
+            }
+            Op::Where { cond, a, b } => {
+                let (c, a, b) = (*cond, *a, *b);
+                self.each(dst, |w, e| {
+                    format!("({} ? {} : {})", w.at(c, e), w.at(a, e), w.at(b, e))
+                });
+            }
+            Op::PtrAdd { ptr, offset } => {
+                let (p, o) = (*ptr, *offset);
+                self.each(dst, |w, e| format!("{} + {}", w.at(p, e), w.at(o, e)));
+            }
+            Op::Load { ptr, mask, other } => self.load(dst, *ptr, *mask, *other, line),
+            Op::Reduce { op, src, axis } => self.reduce(dst, *op, *src, *axis, line),
+            Op::Atomic {
+                op,
+                ptr,
+                value,
+                mask,
+            } => self.atomic(dst, *op, *ptr, *value, *mask, line),
+        }
+    }
+
+    /// fp16/bf16 `+ - *`: two lanes per instruction when the registers pair up.
+    fn packed_binary(&mut self, dst: VarId, p: &math::Packed, l: VarId, r: VarId) {
+        let ept = if self.is_tile(dst) {
+            self.layout(dst).ept
+        } else {
+            1
+        };
+        if ept % 2 != 0 {
+            self.each(dst, |w, e| {
+                format!("{}({}, {})", p.one, w.at(l, e), w.at(r, e))
+            });
+            return;
+        }
+        let pair =
+            |w: &Writer, v: VarId| format!("{}({}, {})", p.make, w.at(v, "e"), w.at(v, "e + 1"));
+        let (a, b) = (pair(self, l), pair(self, r));
+        self.line("#pragma unroll");
+        self.open(&format!("for (int e = 0; e < {ept}; e += 2) {{"));
+        self.line(&format!("const {} kwb_h = {}({a}, {b});", p.pair, p.two));
+        self.line(&format!("{} = kwb_h{};", self.at(dst, "e"), p.lo));
+        self.line(&format!("{} = kwb_h{};", self.at(dst, "e + 1"), p.hi));
+        self.close("}");
+    }
+
+    /// Whether `dst = op` uses a full-reduction buffer of its own (one barrier).
+    pub fn uses_site(&self, dst: VarId, op: &Op) -> bool {
+        match op {
+            Op::Reduce { src, .. } => {
+                !self.is_tile(dst) && self.k.num_warps > 1 && self.is_tile(*src)
+            }
+            Op::Atomic { .. } => !self.is_tile(dst),
+            _ => false,
+        }
+    }
+
+    /// Whether `dst = op` goes through the shared scratch buffer (two barriers).
+    pub fn uses_scratch(&self, dst: VarId, op: &Op) -> bool {
+        match op {
+            Op::Reduce { .. } => self.is_tile(dst),
+            Op::Broadcast(src) | Op::Permute { src, .. } => {
+                self.register_map(dst, *src, op).is_none()
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! A deterministic mutation fuzzer for the tile language's front end: the shipped tile
+//! kernels and the error fixtures, mutated (bytes, tokens, splices, deleted and duplicated
+//! lines, re-indented lines, odd numbers), fed to `kwb::tile::compile` with a few request
+//! shapes and to `kwb::tile::signatures`. Nothing may panic, whatever the input.
+//!
+//! `cargo test --test tile_fuzz` runs 3,000 inputs; `KWB_FUZZ_ITERS=1000000 cargo test --test
+//! tile_fuzz -- --ignored` runs the long campaign. A panicking input is written to
+//! `target/tile-fuzz-panic-N.tile` so it can be replayed.
+
+use kwb::tile::{compile, signatures, ArgKind, ConstValue, DType, KernelRequest};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+/// xorshift64*: small, seeded, the same sequence on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+const TOKENS: &[&str] = &[
+    "(",
+    ")",
+    "[",
+    "]",
+    ":",
+    ",",
+    ".",
+    "=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "<<",
+    ">>",
+    "<",
+    "==",
+    "&",
+    "|",
+    "^",
+    "~",
+    "@",
+    "\\\n",
+    "\n",
+    "\n    ",
+    "\n        ",
+    "    ",
+    "\t",
+    "#",
+    "\"",
+    "'",
+    "\"\"\"",
+    "None",
+    "True",
+    "not ",
+    " and ",
+    " or ",
+    "if ",
+    " else ",
+    "for ",
+    " in ",
+    "while ",
+    "return ",
+    "lambda ",
+    "def ",
+    "@triton.jit\n",
+    "tl.",
+    "tl.arange(0, 7)",
+    "tl.load(",
+    "tl.store(",
+    "x",
+    "offs",
+    "BLOCK",
+    "[:, None]",
+    "[None, :]",
+    ".to(tl.float16)",
+    ".T",
+    "tl.static_range(3)",
+    "tl.sum(",
+    "axis=1",
+    "mask=",
+    "other=",
+    "float('inf')",
+    "tl.zeros([64, 64], tl.float32)",
+    "tl.where(",
+    "tl.program_id(0)",
+    "range(",
+    "é",
+    "$",
+    "0x",
+    "1e",
+    "_",
+    "\r\n",
+    "pass",
+];
+
+const NUMBERS: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "16",
+    "100",
+    "1024",
+    "4096",
+    "65536",
+    "2147483648",
+    "9223372036854775807",
+    "99999999999999999999",
+    "0.0",
+    "1e308",
+    "-0.5",
+    "1 << 62",
+    "2 ** 63",
+    "-9223372036854775808",
+];
+
+fn mutate(rng: &mut Rng, src: &str, corpus: &[String]) -> String {
+    let mut b: Vec<u8> = src.as_bytes().to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let len = b.len();
+        match rng.below(9) {
+            0 if len > 0 => {
+                let i = rng.below(len);
+                b[i] = *rng.pick(b"()[]{}:,.=+-*/%<>!@#\\\"' \n\t0123456789abcxyz_");
+            }
+            1 => {
+                let i = rng.below(len + 1);
+                let t = rng.pick(TOKENS).as_bytes();
+                b.splice(i..i, t.iter().copied());
+            }
+            2 if len > 0 => {
+                let i = rng.below(len);
+                let n = 1 + rng.below(16.min(len - i));
+                b.drain(i..i + n);
+            }
+            3 => {
+                let i = rng.below(len + 1);
+                let t = rng.pick(NUMBERS).as_bytes();
+                b.splice(i..i, t.iter().copied());
+            }
+            _ => {
+                // Line operations.
+                let text = String::from_utf8_lossy(&b).into_owned();
+                let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+                if lines.is_empty() {
+                    continue;
+                }
+                let i = rng.below(lines.len());
+                match rng.below(5) {
+                    0 => {
+                        let l = lines[i].clone();
+                        lines.insert(i, l);
+                    }
+                    1 => {
+                        lines.remove(i);
+                    }
+                    2 => {
+                        let j = rng.below(lines.len());
+                        lines.swap(i, j);
+                    }
+                    3 => {
+                        let other = rng.pick(corpus);
+                        let ol: Vec<&str> = other.lines().collect();
+                        if !ol.is_empty() {
+                            let s = rng.below(ol.len());
+                            let n = 1 + rng.below(6.min(ol.len() - s));
+                            for (k, l) in ol[s..s + n].iter().enumerate() {
+                                lines.insert(i + k, l.to_string());
+                            }
+                        }
+                    }
+                    _ => {
+                        let pad = " ".repeat(rng.below(10));
+                        lines[i] = format!("{pad}{}", lines[i].trim_start());
+                    }
+                }
+                b = lines.join("\n").into_bytes();
+                b.push(b'\n');
+            }
+        }
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+fn corpus() -> Vec<String> {
+    let mut files = vec![
+        "kernels/elementwise-add/v8.tile".to_string(),
+        "kernels/gelu/v4.tile".to_string(),
+        "kernels/softmax/v5.tile".to_string(),
+        "kernels/softmax/v6.tile".to_string(),
+        "kernels/softmax/fused_softmax.py".to_string(),
+    ];
+    let mut fixtures: Vec<String> = std::fs::read_dir("tests/tile")
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "tile"))
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    fixtures.sort();
+    files.extend(fixtures);
+    let mut v: Vec<String> = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect();
+    v.push(
+        "import triton.language as tl\n@triton.jit\ndef helper(x, F: tl.constexpr = 2):\n    return x * F\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    r = tl.arange(0, 16)[:, None]\n    c = tl.arange(0, BLOCK)[None, :]\n    acc = tl.zeros([16, BLOCK], tl.float32)\n    for i in tl.range(0, n, 4):\n        acc += tl.load(x_ptr + r * BLOCK + c, mask=(r < n) & (c < n), other=0.0)\n    if n > 2:\n        acc = acc * 2\n    else:\n        acc = helper(acc)\n    j = 0\n    while j < n:\n        j += 1\n    for s in tl.static_range(2):\n        acc = tl.where(acc > s, tl.exp(acc), -acc)\n    t = tl.sum(acc.T, axis=0).to(tl.float16)\n    tl.atomic_add(y_ptr + tl.arange(0, 16), t.to(tl.float32))\n    tl.store(y_ptr + r * BLOCK + c, tl.reshape(acc, [16 * BLOCK]).reshape(16, BLOCK))\n".to_string(),
+    );
+    v
+}
+
+/// Requests shaped like what kwb sends: the signature's kernels with pointers, ints and floats,
+/// and a few deliberately wrong ones.
+fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
+    let mut out = Vec::new();
+    let block = *rng.pick(&[1i64, 16, 64, 128, 1024, 100, 0, -4, 1 << 40]);
+    if let Ok(sigs) = signatures(path, src) {
+        for s in sigs {
+            let args = s
+                .params
+                .iter()
+                .filter(|p| !p.constexpr && !p.has_default)
+                .map(|p| match rng.below(5) {
+                    0 => ArgKind::Int {
+                        fits_i32: rng.below(2) == 0,
+                        divisible_by_16: rng.below(2) == 0,
+                    },
+                    1 => ArgKind::Float,
+                    _ if p.name.ends_with("ptr") || rng.below(3) == 0 => {
+                        ArgKind::Pointer(*rng.pick(&[
+                            DType::F32,
+                            DType::F16,
+                            DType::BF16,
+                            DType::I32,
+                            DType::F64,
+                        ]))
+                    }
+                    _ => ArgKind::Int {
+                        fits_i32: true,
+                        divisible_by_16: true,
+                    },
+                })
+                .collect();
+            let constexprs = s
+                .params
+                .iter()
+                .filter(|p| p.constexpr)
+                .map(|p| {
+                    let v = match rng.below(6) {
+                        0 => ConstValue::Float(1.5),
+                        1 => ConstValue::Bool(true),
+                        _ => ConstValue::Int(block),
+                    };
+                    (p.name.clone(), v)
+                })
+                .collect();
+            out.push(KernelRequest {
+                name: s.name,
+                args,
+                constexprs,
+                num_warps: 4,
+            });
+        }
+    }
+    out.push(KernelRequest {
+        name: "k".into(),
+        args: vec![
+            ArgKind::Pointer(DType::F32),
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Int {
+                fits_i32: true,
+                divisible_by_16: false,
+            },
+        ],
+        constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],
+        num_warps: 4,
+    });
+    out
+}
+
+fn run(iters: u64) {
+    let corpus = corpus();
+    assert!(corpus.len() >= 6, "the corpus is missing");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut panics = 0u64;
+    let hook = std::panic::take_hook();
+    // Only the first few panics are printed (with their message and place).
+    let shown = std::sync::atomic::AtomicU32::new(0);
+    std::panic::set_hook(Box::new(move |info| {
+        if shown.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 5 {
+            eprintln!("tile fuzz: panic: {info}");
+        }
+    }));
+    for i in 0..iters {
+        let base = rng.pick(&corpus).clone();
+        let src = mutate(&mut rng, &base, &corpus);
+        let path = if base.contains("if __name__") || rng.below(4) == 0 {
+            "fuzz.py"
+        } else {
+            "fuzz.tile"
+        };
+        let path = Path::new(path);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let reqs = requests(&mut rng, path, &src);
+            let _ = signatures(path, &src);
+            let _ = compile(path, &src, &reqs);
+        }));
+        if r.is_err() {
+            panics += 1;
+            let _ = std::fs::create_dir_all("target");
+            let _ = std::fs::write(format!("target/tile-fuzz-panic-{i}.tile"), &src);
+        }
+    }
+    std::panic::set_hook(hook);
+    println!("tile fuzz: {iters} inputs, {panics} panics");
+    assert_eq!(
+        panics, 0,
+        "inputs that panicked are in target/tile-fuzz-panic-*.tile"
+    );
+}
+
+#[test]
+fn fuzz_front_end_briefly() {
+    run(3_000);
+}
+
+#[test]
+#[ignore]
+fn fuzz_front_end_long() {
+    let iters = std::env::var("KWB_FUZZ_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    run(iters);
+}
