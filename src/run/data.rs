@@ -330,7 +330,10 @@ mod cache_tests {
         cache.put(data(16, 1000));
         cache.put(data(1, 10));
         cache.put(data(256, 100_000));
-        assert!(cache.take(16).is_some(), "the quick look's size is still here");
+        assert!(
+            cache.take(16).is_some(),
+            "the quick look's size is still here"
+        );
         assert!(cache.take(16).is_none(), "taken out while in use");
         assert_eq!(cache.keys(), vec![1, 256]);
     }

@@ -471,5 +471,9 @@ serve()
     assert!(alive(pid), "the worker that stopped its job was killed");
     assert_eq!(sup.restarts(), 0);
     assert_done(&run(&mut sup, &job(2, 5_000)).0, 2);
-    assert_eq!(sup.worker_pid(), Some(pid), "the next job ran on the same worker");
+    assert_eq!(
+        sup.worker_pid(),
+        Some(pid),
+        "the next job ran on the same worker"
+    );
 }
