@@ -42,20 +42,43 @@ fn assert_all_pass(workspace: &str, extra: &[&str]) -> BatchReport {
 
 #[test]
 fn every_shipped_version_passes_on_the_cpu() {
-    for ws in [
-        "workspaces/elementwise-add.yaml",
-        "workspaces/gelu.yaml",
-        "workspaces/softmax.yaml",
-    ] {
-        let report = assert_all_pass(ws, &[]);
+    let mut shipped: Vec<_> = std::fs::read_dir(support::repo().join("workspaces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    shipped.sort();
+    assert!(shipped.len() >= 3, "{shipped:?}");
+    let mut interpreted = 0;
+    for path in shipped {
+        let ws = format!("workspaces/{}", path.file_name().unwrap().to_string_lossy());
+        // Tile-language versions (.tile, .py) run in the interpreter, CUDA in the emulator.
+        let loaded = kwb::workspace::load(&path).unwrap();
+        let emulated: Vec<&str> = loaded
+            .sizes
+            .iter()
+            .filter(|s| s.emulate)
+            .map(|s| s.name.as_str())
+            .collect();
+        assert!(!emulated.is_empty(), "{ws} has no size for the CPU");
+        let tile: Vec<String> = loaded
+            .versions
+            .iter()
+            .filter(|v| v.kind != kwb::workspace::SourceKind::Cuda)
+            .map(|v| v.name.clone())
+            .collect();
+        let report = assert_all_pass(&ws, &[]);
         assert!(!report.results.is_empty());
         for r in &report.results {
             // The sizes meant for emulation, and only those.
-            assert_eq!(r.size, "odd", "{ws}: {}", r.version);
-            let tile = ["v8", "v4", "v5", "v6", "triton"].contains(&r.version.as_str())
-                && !(ws.contains("softmax") && r.version == "v4")
-                && !(ws.contains("elementwise") && r.version == "v4");
-            let want = if tile {
+            assert!(
+                emulated.contains(&r.size.as_str()),
+                "{ws}: {} @ {}",
+                r.version,
+                r.size
+            );
+            let want = if tile.contains(&r.version) {
+                interpreted += 1;
                 Backend::Interpreter
             } else {
                 Backend::Emulator
@@ -63,6 +86,7 @@ fn every_shipped_version_passes_on_the_cpu() {
             assert_eq!(r.backend, Some(want), "{ws}: {}", r.version);
         }
     }
+    assert!(interpreted >= 5, "only {interpreted} tile versions ran");
 }
 
 #[test]
@@ -129,5 +153,53 @@ fn broken_kernels_are_reported_with_what_and_where() {
             .contains("never written"),
         "{:?}",
         unwritten.message
+    );
+}
+
+#[test]
+fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
+    // The tail program's unmasked store runs past `y`: the interpreter stops it at the first
+    // bad lane and names the buffer, the element, the program and the tile line.
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("oob.tile");
+    std::fs::write(
+        &kernel,
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n\
+         def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    \
+         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    \
+         x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n    \
+         tl.store(y_ptr + offs, x)\n",
+    )
+    .unwrap();
+    let ws = dir.path().join("oob.yaml");
+    std::fs::write(
+        &ws,
+        format!(
+            "name: oob\nsizes:\n  - {{name: s, N: 100, emulate: true}}\nbuffers:\n  \
+             x: {{dtype: f32, shape: [N], init: randn}}\n  \
+             y: {{dtype: f32, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\n\
+             versions:\n  masked-load-only:\n    file: {}\n    entry: copy_kernel\n    \
+             constexprs: {{BLOCK: 64}}\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
+            kernel.display()
+        ),
+    )
+    .unwrap();
+    let (code, report, err) = cpu_batch(&[ws.to_str().unwrap()]);
+    assert_eq!(code, kwb::exit::CHECK_FAILED, "{err}");
+    let r = &report.results[0];
+    assert_eq!(r.status, Status::CheckFailed, "{:?}", r.message);
+    assert_eq!(r.backend, Some(Backend::Interpreter));
+    let f = r.findings.first().expect("an out-of-bounds finding");
+    assert_eq!(f.kind, "out-of-bounds", "{f}");
+    assert!(
+        f.file.as_deref().is_some_and(|p| p.ends_with("oob.tile")),
+        "{f}"
+    );
+    assert_eq!(f.line, Some(9), "{f}");
+    assert_eq!(f.cta, Some([1, 0, 0]), "{f}");
+    assert_eq!(
+        f.message,
+        "store to `y` out of bounds at element 100 (y has 100 elements): program (1, 0, 0), lane 36",
+        "{f}"
     );
 }

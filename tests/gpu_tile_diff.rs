@@ -11,7 +11,7 @@ mod support;
 use kwb::compile::{Arch, CompiledVersion};
 use kwb::run::cpu::CpuCode;
 use std::path::Path;
-use support::differential::{cpu_vs_gpu, shipped, Case};
+use support::differential::{cpu_vs_emulator, cpu_vs_gpu, shipped, Case};
 
 fn interpreted(c: &CompiledVersion) -> CpuCode {
     CpuCode::Tile(c.tile_kernels.clone())
@@ -128,6 +128,28 @@ fn program(r: &mut Rng, i: u64) -> (String, String) {
     }
 }
 
+/// Random program `i`: its source, and its workspace (kernel written into `dir`).
+fn random_case(rng: &mut Rng, i: u64, dir: &Path) -> (String, String, u64) {
+    let (source, rest) = program(rng, i);
+    let file = dir.join(format!("k{i}.tile"));
+    std::fs::write(&file, &source).unwrap();
+    let n = [13, 61, 100][(i / 3 % 3) as usize];
+    let yaml = format!(
+        "name: random-{i}\nsizes:\n  - {{name: s, N: {n}}}\nbuffers:\n  {}reference:\n  expr:\n    y: x\ntolerance: {{rtol: 1e-5, atol: 1e-5}}\n",
+        rest.replace("file: K", &format!("file: {}", file.display()))
+    );
+    // The reference is only a placeholder the differential replaces (by the CPU's outputs), but
+    // it must name inputs to load. `versions:` sits inside `rest` after the buffers; move the
+    // reference before it.
+    let (bufs, versions) = yaml.split_once("versions:\n").unwrap();
+    let (versions, tail) = versions.split_once("reference:").unwrap();
+    (
+        source,
+        format!("{bufs}reference:{tail}versions:\n{versions}"),
+        n,
+    )
+}
+
 #[test]
 fn interpreter_and_gpu_agree_on_random_tile_programs() {
     let Some(gpu) = kwb::run::gpu::gpu_or_skip("interpreter_and_gpu_agree_on_random_tile_programs")
@@ -141,18 +163,7 @@ fn interpreter_and_gpu_agree_on_random_tile_programs() {
     let count = 24;
     let mut failures = Vec::new();
     for i in 0..count {
-        let (source, rest) = program(&mut rng, i);
-        let file = dir.path().join(format!("k{i}.tile"));
-        std::fs::write(&file, &source).unwrap();
-        let n = [13, 61, 100][(i / 3 % 3) as usize];
-        let yaml = format!(
-            "name: random-{i}\nsizes:\n  - {{name: s, N: {n}}}\nbuffers:\n  {}reference:\n  expr:\n    y: y\ntolerance: {{rtol: 1e-5, atol: 1e-5}}\n",
-            rest.replace("file: K", &format!("file: {}", file.display()))
-        );
-        // `versions:` sits inside `rest` after the buffers; move the reference before it.
-        let (bufs, versions) = yaml.split_once("versions:\n").unwrap();
-        let (versions, tail) = versions.split_once("reference:").unwrap();
-        let yaml = format!("{bufs}reference:{tail}versions:\n{versions}");
+        let (source, yaml, n) = random_case(&mut rng, i, dir.path());
         if let Err(e) = differ(dir.path(), arch, &yaml, "k", "s", 100 + i) {
             failures.push(format!("program {i} (N={n}):\n{source}\n{e}"));
         }
@@ -161,5 +172,35 @@ fn interpreter_and_gpu_agree_on_random_tile_programs() {
         "tile-vs-gpu: {count} random programs, {} agree",
         count - failures.len() as u64
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// With no GPU: the same random programs, the interpreter against the PTX emulator running
+/// the CUDA kwb generated for them. A disagreement here is a bug in the front end shared by
+/// both, in the interpreter, or in the CUDA writer, found before any GPU time is spent.
+#[test]
+fn interpreter_and_emulator_agree_on_random_tile_programs() {
+    support::provision_nvrtc();
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(2026);
+    let count = 24;
+    let mut failures = Vec::new();
+    for i in 0..count {
+        let (source, yaml, n) = random_case(&mut rng, i, dir.path());
+        let case = Case {
+            yaml: &yaml,
+            version: "k",
+            size: "s",
+            seed: 100 + i,
+            code: interpreted,
+            // The emulator computes the GPU's approximate functions (exp, sigmoid) exactly
+            // too, so both sides are correctly rounded math: only op order differs.
+            tolerance: Some((1e-5, 1e-6)),
+        };
+        if let Err(e) = cpu_vs_emulator(dir.path(), arch, &case) {
+            failures.push(format!("program {i} (N={n}):\n{source}\n{e}"));
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -6,7 +6,7 @@ use kwb::compile::{Arch, CompiledVersion};
 use kwb::report::{json::from_json, Status};
 use kwb::run::cpu::{run_outputs, CpuCode, CpuOptions};
 use kwb::run::plan::{plan_job, PlanOptions};
-use kwb::run::protocol::{BenchMode, BenchSpec, Role};
+use kwb::run::protocol::{BenchMode, BenchSpec, Role, RunJob};
 use std::path::Path;
 
 /// One CPU-vs-GPU comparison: the workspace text `yaml` (kernel paths absolute), one version
@@ -20,9 +20,9 @@ pub struct Case<'a> {
     pub tolerance: Option<(f64, f64)>,
 }
 
-/// Runs `case`; Err says how the GPU's output differed from the CPU's (or what failed).
-pub fn cpu_vs_gpu(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
-    let tag = format!("{}-{}", case.version, case.size).replace(['/', ' '], "_");
+/// The job of `case`, planned as `kwb batch` plans it (same seed derivation), with its compile.
+fn planned(dir: &Path, arch: Arch, case: &Case) -> Result<(RunJob, CompiledVersion), String> {
+    let tag = tag(case);
     let path = dir.join(format!("{tag}.yaml"));
     std::fs::write(&path, case.yaml).unwrap();
     let mut ws = kwb::workspace::load(&path).map_err(|e| e.to_string())?;
@@ -55,6 +55,7 @@ pub fn cpu_vs_gpu(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
         atol: None,
         guard_bytes: None,
     };
+    // `kwb batch --sizes S` keeps only S, so its seed is that of size index 0.
     let plan = PlanOptions {
         seed: kwb::batch::size_seed(case.seed, 0),
         bench,
@@ -70,7 +71,49 @@ pub fn cpu_vs_gpu(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
         &plan,
     )
     .map_err(|e| e.to_string())?;
-    let outs = run_outputs(&job, &(case.code)(c), &CpuOptions::default())?;
+    Ok((job, c.clone()))
+}
+
+fn tag(case: &Case) -> String {
+    format!("{}-{}", case.version, case.size).replace(['/', ' '], "_")
+}
+
+/// Runs `case` on both CPU engines: `case.code` (the tile interpreter) and the PTX emulator
+/// running the CUDA kwb generated. No GPU needed; Err says where they differ beyond
+/// `case.tolerance` (default rtol 1e-5, atol 1e-5).
+pub fn cpu_vs_emulator(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
+    let (job, c) = planned(dir, arch, case)?;
+    let want = run_outputs(&job, &(case.code)(&c), &CpuOptions::default())?;
+    let module = kwb::emu::Module::parse(&c.ptx)
+        .map_err(|e| format!("the emulator cannot read the PTX: {:?}", e.first()))?;
+    let got = run_outputs(
+        &job,
+        &CpuCode::Ptx(std::sync::Arc::new(module)),
+        &CpuOptions::default(),
+    )?;
+    let (rtol, atol) = case.tolerance.unwrap_or((1e-5, 1e-5));
+    let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
+    for ((b, w), g) in outputs.zip(&want).zip(&got) {
+        let bad = w.data.iter().zip(&g.data).enumerate().find(|(_, (w, g))| {
+            let same_nan = w.is_nan() && g.is_nan();
+            let close = (*w - *g).abs() <= atol + rtol * w.abs();
+            !same_nan && !close
+        });
+        if let Some((i, (w, g))) = bad {
+            return Err(format!(
+                "`{}`[{i}]: the interpreter gives {w}, the emulator {g}",
+                b.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `case`; Err says how the GPU's output differed from the CPU's (or what failed).
+pub fn cpu_vs_gpu(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
+    let tag = tag(case);
+    let (job, c) = planned(dir, arch, case)?;
+    let outs = run_outputs(&job, &(case.code)(&c), &CpuOptions::default())?;
     let mut npy = String::from("reference:\n  npy:\n");
     let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
     for (b, t) in outputs.zip(&outs) {

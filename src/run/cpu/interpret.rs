@@ -1,6 +1,7 @@
 //! A tile-language program run by the tile interpreter, the language's reference semantics:
 //! each launch's kernel evaluated program by program on host buffers. An out-of-bounds access
-//! (a lane whose mask is true but whose address is outside its buffer) becomes a finding.
+//! (a lane whose mask is true but whose address is outside its buffer) becomes a finding; a
+//! kernel the interpreter cannot run at all is an error of the run.
 
 use super::Ran;
 use crate::report::Finding;
@@ -52,7 +53,7 @@ pub(super) fn run(
             .collect::<Result<Vec<_>, String>>()?;
         match interp::run(kernel, l.grid, &args, &mut buffers) {
             Ok(stats) => work += stats.ops,
-            Err(e) => {
+            Err(e) if e.kind() == "out-of-bounds" => {
                 findings.push(Finding {
                     kind: e.kind().to_string(),
                     message: e.message.clone(),
@@ -64,6 +65,15 @@ pub(super) fn run(
                 });
                 // The launch stopped at the fault; later launches would read half-made data.
                 break;
+            }
+            // A kernel the interpreter could not run (bad arguments, a loop that never ends):
+            // the run could not be carried out, as with the emulator's unsupported instructions.
+            Err(e) => {
+                let [x, y, z] = e.program;
+                return Err(format!(
+                    "launch {i} ({}): {e} (program ({x}, {y}, {z}))",
+                    l.entry
+                ));
             }
         }
     }
