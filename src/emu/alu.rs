@@ -313,6 +313,12 @@ pub fn eval(inst: &Inst, v: &[u64]) -> Option<u64> {
                 arg(1)
             }
         }
+        // `cvt.rn.f16x2.f32 d, a, b`: a converted into the upper half, b into the lower.
+        Op::Cvt if matches!(ty, Ty::F16x2 | Ty::Bf16x2) && v.len() == 2 => {
+            let h = if ty == Ty::F16x2 { Ty::F16 } else { Ty::Bf16 };
+            let src = m.src_ty?;
+            (cvt(h, src, m, arg(0))? << 16) | cvt(h, src, m, arg(1))?
+        }
         Op::Cvt => cvt(ty, m.src_ty?, m, arg(0))?,
         Op::Rcp => unary_float(inst, arg(0), |x| 1.0 / x),
         Op::Sqrt => unary_float(inst, arg(0), f64::sqrt),

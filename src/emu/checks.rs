@@ -26,6 +26,9 @@ pub enum FindingKind {
     /// A shuffle or vote executed by a lane missing from its member mask, or naming a lane
     /// that did not execute it.
     ShuffleMask,
+    /// A `.sync.aligned` warp-wide instruction (`mma`, `ldmatrix`) that only part of the warp
+    /// executed.
+    PartialWarp,
 }
 
 impl FindingKind {
@@ -40,6 +43,7 @@ impl FindingKind {
             FindingKind::UninitGlobal => "uninit-global",
             FindingKind::DivergentBarrier => "divergent-barrier",
             FindingKind::ShuffleMask => "shuffle-mask",
+            FindingKind::PartialWarp => "partial-warp",
         }
     }
 }

@@ -7,6 +7,12 @@ use super::inst::*;
 pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
     let mut parts = text.split('.');
     let base = parts.next().unwrap_or_default();
+    match base {
+        "mma" => return mma(text),
+        "ldmatrix" => return ldmatrix(text),
+        "cp" => return cp_async(text),
+        _ => {}
+    }
     let op = match base {
         "mov" => Op::Mov,
         "add" => Op::Add,
@@ -168,4 +174,108 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
         (_, [.., t]) => *t,
     };
     Ok((op, ty, mods))
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.DTYPE.ATYPE.BTYPE.CTYPE`, with f16 or bf16 inputs and f16
+/// or f32 accumulators; any other shape, layout or type is named as unsupported.
+fn mma(text: &str) -> Result<(Op, Ty, Mods), String> {
+    let mut types = Vec::new();
+    let (mut row, mut col, mut shape) = (false, false, None);
+    for p in text.split('.').skip(1) {
+        match p {
+            "sync" | "aligned" => {}
+            "row" if !row && !col => row = true,
+            "col" if row => col = true,
+            "satfinite" => {}
+            s if s.starts_with('m') && s.contains('n') && s.contains('k') => shape = Some(s),
+            t => match Ty::parse(t) {
+                Some(ty) => types.push(ty),
+                None => return Err(format!("`{text}` (modifier `.{t}`)")),
+            },
+        }
+    }
+    if shape != Some("m16n8k16") {
+        let s = shape.unwrap_or("none");
+        return Err(format!(
+            "`{text}` (shape `.{s}`; the emulator runs mma of shape .m16n8k16)"
+        ));
+    }
+    if !(row && col) {
+        return Err(format!("`{text}` (layouts other than `.row.col`)"));
+    }
+    let [d, a, b, c] = types[..] else {
+        return Err(format!("`{text}` (expected four types: D, A, B, C)"));
+    };
+    let acc = |t: Ty| matches!(t, Ty::F32 | Ty::F16);
+    if a != b || !matches!(a, Ty::F16 | Ty::Bf16) || !acc(d) || !acc(c) {
+        return Err(format!(
+            "`{text}` (types; the emulator runs f16 or bf16 inputs with f16 or f32 accumulators)"
+        ));
+    }
+    if a == Ty::Bf16 && (d != Ty::F32 || c != Ty::F32) {
+        return Err(format!("`{text}` (bf16 inputs need f32 accumulators)"));
+    }
+    let mods = Mods {
+        vec: 1,
+        src_ty: Some(a),
+        c_ty: Some(c),
+        ..Mods::default()
+    };
+    Ok((Op::Mma, d, mods))
+}
+
+/// `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans][.shared[::cta]].b16`.
+fn ldmatrix(text: &str) -> Result<(Op, Ty, Mods), String> {
+    let mut mods = Mods {
+        vec: 0,
+        ..Mods::default()
+    };
+    let mut ty = None;
+    for p in text.split('.').skip(1) {
+        match p {
+            "sync" | "aligned" | "m8n8" => {}
+            "x1" => mods.vec = 1,
+            "x2" => mods.vec = 2,
+            "x4" => mods.vec = 4,
+            "trans" => mods.trans = true,
+            "shared" | "shared::cta" => mods.space = Some(Space::Shared),
+            "b16" => ty = Some(Ty::B16),
+            other => return Err(format!("`{text}` (modifier `.{other}`)")),
+        }
+    }
+    if mods.vec == 0 {
+        return Err(format!("`{text}` (no `.x1`, `.x2` or `.x4`)"));
+    }
+    let ty = ty.ok_or_else(|| format!("`{text}` (no `.b16`)"))?;
+    Ok((Op::Ldmatrix, ty, mods))
+}
+
+/// `cp.async.{ca,cg}.shared[::cta].global[.L2::…]` (a copy), and `cp.async.commit_group`,
+/// `cp.async.wait_group`, `cp.async.wait_all`, which change nothing here: the emulator copies
+/// at once. The bulk and tensor forms are named as unsupported.
+fn cp_async(text: &str) -> Result<(Op, Ty, Mods), String> {
+    let mut parts = text.split('.').skip(1);
+    if parts.next() != Some("async") {
+        return Err(format!("`{text}`"));
+    }
+    let mut mods = Mods {
+        vec: 1,
+        ..Mods::default()
+    };
+    let (mut dst_shared, mut src_global) = (false, false);
+    for p in parts {
+        match p {
+            "commit_group" | "wait_group" | "wait_all" => return Ok((Op::Nop, Ty::B32, mods)),
+            "ca" | "cg" => {}
+            "shared" | "shared::cta" if !dst_shared => dst_shared = true,
+            "global" if dst_shared => src_global = true,
+            p if p.starts_with("L2::") => {}
+            other => return Err(format!("`{text}` (modifier `.{other}`)")),
+        }
+    }
+    if !(dst_shared && src_global) {
+        return Err(format!("`{text}` (only `.shared.global` copies)"));
+    }
+    mods.space = Some(Space::Shared);
+    Ok((Op::CpAsync, Ty::B8, mods))
 }

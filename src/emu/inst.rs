@@ -237,6 +237,12 @@ pub enum Op {
     Shf,
     Copysign,
     Testp,
+    /// `mma.sync.aligned.m16n8k16.row.col`: a warp's tensor-core multiply-accumulate.
+    Mma,
+    /// `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16`: a warp loads 8x8 tiles.
+    Ldmatrix,
+    /// `cp.async.{ca,cg}.shared.global`: run at once, as a global read and a shared write.
+    CpAsync,
     Nop,
 }
 
@@ -263,6 +269,10 @@ pub struct Mods {
     pub clamp: bool,
     /// `cvta.to.*` (generic to space) rather than `cvta.*` (space to generic).
     pub to: bool,
+    /// `ldmatrix … .trans`: each 8x8 tile is delivered transposed.
+    pub trans: bool,
+    /// `mma`: the accumulator (C) type; `ty` is D's and `src_ty` A's and B's.
+    pub c_ty: Option<Ty>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -9,7 +9,7 @@ use crate::emu::inst::*;
 use crate::emu::{EmuError, SymbolKind};
 
 #[derive(Clone, Copy, PartialEq)]
-enum Where {
+pub(super) enum Where {
     Global,
     Shared,
     Local,
@@ -18,6 +18,37 @@ enum Where {
 }
 
 impl Cta<'_> {
+    /// The space and address instruction `i`'s address operand `[base + off]` names for thread
+    /// `t`: its state space, or for a generic address, the window it falls in.
+    pub(super) fn address(&self, t: usize, i: usize, base: Base, off: i64) -> (Where, u64) {
+        let inst = &self.e.insts[i];
+        let addr = self.base(t, base).wrapping_add(off as u64);
+        let space = match (inst.mods.space, base) {
+            (Some(Space::Param), _) | (None, Base::Param(_)) => Where::Param,
+            (Some(Space::Shared), _) => Where::Shared,
+            (Some(Space::Local), _) => Where::Local,
+            (Some(Space::Const), _) => Where::Const,
+            (Some(Space::Global), _) => Where::Global,
+            (None, Base::Sym(s)) => match self.e.symbols[s as usize].kind {
+                SymbolKind::Shared => Where::Shared,
+                SymbolKind::Local => Where::Local,
+                SymbolKind::Const => Where::Const,
+                SymbolKind::Global => Where::Global,
+            },
+            _ => Where::Global,
+        };
+        // Generic addresses into the shared and local windows.
+        match space {
+            Where::Global if (SHARED_WINDOW..LOCAL_WINDOW).contains(&addr) => {
+                (Where::Shared, addr - SHARED_WINDOW)
+            }
+            Where::Global if (LOCAL_WINDOW..LOCAL_WINDOW + (1 << 32)).contains(&addr) => {
+                (Where::Local, addr - LOCAL_WINDOW)
+            }
+            s => (s, addr),
+        }
+    }
+
     pub(super) fn memory_op(&mut self, t: usize, i: usize) -> Result<(), EmuError> {
         let inst = &self.e.insts[i];
         let (addr_arg, data_arg) = match inst.op {
@@ -27,31 +58,7 @@ impl Cta<'_> {
         let Some(Operand::Addr(base, off)) = inst.args.get(addr_arg) else {
             return Err(unsupported(inst));
         };
-        let addr = self.base(t, *base).wrapping_add(*off as u64);
-        let space = match (inst.mods.space, base) {
-            (Some(Space::Param), _) | (None, Base::Param(_)) => Where::Param,
-            (Some(Space::Shared), _) => Where::Shared,
-            (Some(Space::Local), _) => Where::Local,
-            (Some(Space::Const), _) => Where::Const,
-            (Some(Space::Global), _) => Where::Global,
-            (None, Base::Sym(s)) => match self.e.symbols[*s as usize].kind {
-                SymbolKind::Shared => Where::Shared,
-                SymbolKind::Local => Where::Local,
-                SymbolKind::Const => Where::Const,
-                SymbolKind::Global => Where::Global,
-            },
-            _ => Where::Global,
-        };
-        // Generic addresses into the shared and local windows.
-        let (space, addr) = match space {
-            Where::Global if (SHARED_WINDOW..LOCAL_WINDOW).contains(&addr) => {
-                (Where::Shared, addr - SHARED_WINDOW)
-            }
-            Where::Global if (LOCAL_WINDOW..LOCAL_WINDOW + (1 << 32)).contains(&addr) => {
-                (Where::Local, addr - LOCAL_WINDOW)
-            }
-            s => (s, addr),
-        };
+        let (space, addr) = self.address(t, i, *base, *off);
         let size = u64::from(inst.ty.bytes());
         let n = u64::from(inst.mods.vec.max(1));
         if matches!(inst.op, Op::Atom | Op::Red) {
@@ -147,7 +154,14 @@ impl Cta<'_> {
         }
     }
 
-    fn load(&mut self, t: usize, i: usize, space: Where, a: u64, size: u64) -> Option<u64> {
+    pub(super) fn load(
+        &mut self,
+        t: usize,
+        i: usize,
+        space: Where,
+        a: u64,
+        size: u64,
+    ) -> Option<u64> {
         match space {
             Where::Param => {
                 let a = a as usize;
@@ -217,7 +231,7 @@ impl Cta<'_> {
         }
     }
 
-    fn store(&mut self, t: usize, i: usize, space: Where, a: u64, size: u64, v: u64) {
+    pub(super) fn store(&mut self, t: usize, i: usize, space: Where, a: u64, size: u64, v: u64) {
         match space {
             Where::Shared => {
                 let len = self.shared.len() as u64;

@@ -5,6 +5,8 @@
 //! reconverge where their paths meet (the immediate post-dominator of structured code), and a
 //! loop's exited lanes wait for the others.
 
+mod async_copy;
+mod matrix_ops;
 mod memory_ops;
 mod warp_ops;
 
@@ -423,6 +425,13 @@ impl<'a> Cta<'a> {
             }
             Op::Bar | Op::Membar | Op::Nop => {}
             Op::Shfl => self.shfl(lo, i, active)?,
+            Op::Mma => self.mma(lo, i, active)?,
+            Op::Ldmatrix => self.ldmatrix(lo, i, active)?,
+            Op::CpAsync => {
+                for t in lanes(active, lo) {
+                    self.cp_async(t, i)?;
+                }
+            }
             Op::Vote | Op::Activemask | Op::Redux => self.vote(lo, i, active)?,
             Op::Ld | Op::Ldu | Op::St | Op::Atom | Op::Red => {
                 for t in lanes(active, lo) {
