@@ -226,3 +226,33 @@ fn signatures_list_kernels_and_skip_host_code() {
     };
     assert_eq!((bad[0].line, bad[0].column), (Some(2), Some(9)));
 }
+
+#[test]
+fn signatures_mark_helpers_that_other_kernels_call() {
+    let src = [
+        "import triton",
+        "import triton.language as tl",
+        "",
+        "@triton.jit",
+        "def scale(x, factor):",
+        "    return x * factor",
+        "",
+        "@triton.jit",
+        "def rescale(x):",
+        "    return x",
+        "",
+        "@triton.jit",
+        "def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):",
+        "    offs = tl.arange(0, BLOCK)",
+        "    tl.store(y_ptr + offs, scale (tl.load(x_ptr + offs), 2.0))",
+        "",
+    ]
+    .join("\n");
+    let sigs = signatures(Path::new("helper.tile"), &src).unwrap();
+    let called: Vec<(&str, bool)> = sigs.iter().map(|s| (s.name.as_str(), s.called)).collect();
+    // `scale (` counts as a call; `rescale` is never called (and `scale` inside its name is not).
+    assert_eq!(
+        called,
+        vec![("scale", true), ("rescale", false), ("scale_kernel", false)]
+    );
+}

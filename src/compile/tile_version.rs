@@ -198,14 +198,16 @@ impl Compiler {
     }
 }
 
-/// A bare `.tile`/`.py` file (no workspace): every kernel, with parameters named like
-/// pointers (ending in `ptr`) as f32 pointers and the others as 32-bit integers, and the
-/// constexprs and `num_warps` given on the command line.
+/// A bare `.tile`/`.py` file (no workspace): every kernel that no other calls, with parameters named like
+/// pointers (ending in `ptr`) as f32 pointers and the others as 32-bit integers, and of the
+/// constexprs given on the command line those it declares (a helper that another kernel calls
+/// need not declare them all), with `num_warps` from the command line.
 fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String> {
     let (constexprs, num_warps, _) = specialization(v, None)?;
     let sigs = tile::signatures(&v.file, source).map_err(|d| crate::diag::render_all(&d))?;
     Ok(sigs
         .into_iter()
+        .filter(|s| !s.called)
         .map(|s| KernelRequest {
             name: s.name,
             args: s
@@ -223,7 +225,11 @@ fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String
                     }
                 })
                 .collect(),
-            constexprs: constexprs.clone(),
+            constexprs: constexprs
+                .iter()
+                .filter(|(name, _)| s.params.iter().any(|p| p.constexpr && &p.name == name))
+                .cloned()
+                .collect(),
             num_warps,
         })
         .collect())

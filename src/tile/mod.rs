@@ -89,6 +89,9 @@ pub struct KernelSignature {
     pub name: String,
     pub params: Vec<ParamSig>,
     pub line: u32,
+    /// Another `@triton.jit` function of the file calls it: a helper, inlined there, rather
+    /// than a kernel launched on its own.
+    pub called: bool,
 }
 
 pub struct ParamSig {

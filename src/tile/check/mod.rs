@@ -57,10 +57,24 @@ pub fn signatures(path: &Path, source: &str) -> Result<Vec<KernelSignature>, Vec
         let f = errors.into_iter().map(finding).collect();
         return Err(diagnostics(path, source, &lines, f));
     }
+    // A call is the name followed by `(` in another function's text (a word of its own).
+    let calls = |caller: &crate::tile::ast::FuncDef, name: &str| {
+        let body = source
+            .get(caller.span.start as usize..caller.span.end as usize)
+            .unwrap_or("");
+        body.match_indices(name).any(|(at, _)| {
+            let before = body[..at].chars().next_back();
+            let after = body[at + name.len()..].trim_start().chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                && after == Some('(')
+        })
+    };
     Ok(module
         .funcs
         .iter()
         .map(|f| KernelSignature {
+            called: (module.funcs.iter())
+                .any(|g| g.name.name != f.name.name && calls(g, &f.name.name)),
             name: f.name.name.clone(),
             params: f
                 .params
