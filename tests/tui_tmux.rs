@@ -226,10 +226,26 @@ fn watch_follows_saves_errors_and_fixes_in_a_real_terminal() {
     s.wait_for("the fixed tile kernel", |sc| {
         !sc.contains("v8.tile:14") && !sc.contains("stale")
     });
-    keys(&["G"]);
-    s.wait_for("the multiply in v8's PTX", |sc| {
-        sc.contains("mul.f32") || sc.contains("mul.rn.f32")
-    });
+    // The multiply (fp16 through f32, or packed f16x2) is somewhere in the PTX: page down
+    // from the top until it is on screen.
+    let multiply = |sc: &str| {
+        ["mul.f32", "mul.rn.f32", "mul.rn.f16x2", "mul.f16x2"]
+            .iter()
+            .any(|m| sc.contains(m))
+    };
+    keys(&["g"]);
+    let mut seen = false;
+    for _ in 0..80 {
+        if multiply(&s.capture()) {
+            seen = true;
+            break;
+        }
+        keys(&["PageDown"]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if !seen {
+        s.wait_for("the multiply in v8's PTX", multiply);
+    }
     keys(&["g", "5"]);
     s.wait_for("the generated CUDA", |sc| {
         sc.contains("#line") && sc.contains("add_kernel")

@@ -145,15 +145,16 @@ fn device() -> DeviceInfo {
     }
 }
 
-/// GB/s per version (v1..v7) at 1Mi, 16Mi and 256Mi.
-const GBPS: [[f64; 3]; 7] = [
-    [640.0, 2410.0, 2652.0],
-    [880.0, 2890.0, 2781.0],
-    [350.0, 1720.0, 2290.0],
-    [410.0, 2050.0, 2498.0],
-    [520.0, 2210.0, 1905.0],
-    [700.0, 3010.0, 2603.0],
-    [760.0, 3540.0, 2857.0],
+/// GB/s per version (v1..v8) at 1Mi, 16Mi, 256Mi and the odd size.
+const GBPS: [[f64; 4]; 8] = [
+    [640.0, 2410.0, 2652.0, 160.0],
+    [880.0, 2890.0, 2781.0, 190.0],
+    [350.0, 1720.0, 2290.0, 90.0],
+    [410.0, 2050.0, 2498.0, 100.0],
+    [520.0, 2210.0, 1905.0, 120.0],
+    [700.0, 3010.0, 2603.0, 150.0],
+    [760.0, 3540.0, 2857.0, 170.0],
+    [750.0, 3480.0, 2861.0, 165.0],
 ];
 
 /// A GPU with a measured peak and every version timed at every size.
@@ -571,6 +572,22 @@ fn clocked_app() -> App {
     }
     app.size = 0;
     app
+}
+
+#[test]
+fn a_quick_look_is_marked_provisional_until_refined() {
+    let mut app = full_app();
+    let (v, size) = (app.selected, app.size);
+    app.versions[v].provisional[size] = true;
+    app.versions[v].status = VersionStatus::Benchmarking;
+    insta::assert_snapshot!(
+        "panel_timing_provisional",
+        panel(&app, 40, 8, panels::timing::render)
+    );
+    insta::assert_snapshot!(
+        "panel_versions_provisional",
+        panel(&app, 36, 11, panels::versions::render)
+    );
 }
 
 #[test]

@@ -61,8 +61,18 @@ pub fn launch_at(app: &App, index: usize, what_if: WhatIf) -> Result<LaunchAt<'_
         .or_else(|| app.workspace.versions.get(index));
     let launch = version.and_then(|v| v.launches.first());
     let size = app.workspace.sizes.get(app.size);
-    let vars = size.map(|s| s.vars.as_slice()).unwrap_or(&[]);
-    let env = SizeEnv::vars(vars);
+    // The size's variables with the version's constexprs and `num_warps` (tile versions).
+    let vars = match (version, size) {
+        (Some(v), Some(s)) => v.vars_at(s).unwrap_or_else(|_| s.vars.clone()),
+        (None, Some(s)) => s.vars.clone(),
+        _ => Vec::new(),
+    };
+    let env = SizeEnv::vars(&vars);
+    // A tile version compiled per specialisation: this size's compile.
+    let compiled = match size {
+        Some(s) => compiled.for_size(&s.name),
+        None => compiled,
+    };
     let (kernel, block, dynamic) = match launch {
         Some(l) => {
             let kernel = compiled

@@ -34,6 +34,10 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         if v.stale() {
             title.push(Span::styled(" (stale)", theme.style(Role::Stale)));
         }
+        // A quick look's few samples, shown at once while the full run refines them.
+        if v.provisional.get(app.size) == Some(&true) {
+            title.push(Span::styled(" (provisional)", theme.style(Role::Warn)));
+        }
     }
     let inner = frame(buf, theme, area, title, false);
     if inner.is_empty() {
