@@ -5,7 +5,8 @@ The tile kernels in kernels/ are Triton source: this script imports the very sam
 Triton (a `.tile` file is loaded as a Python module) and times Triton's compiled kernel with
 kwb's protocol, then runs `kwb batch` on the same kernels and reads its JSON. Both sides:
 cold L2 (a buffer of 2x the L2 size written before each sample, outside the timed region),
-one launch between two CUDA events per sample, median of the samples.
+CUDA events around the launch (kwb with `KWB_TIMER=events`, so neither side's figure is the
+kernel-only CUPTI time while the other's includes launch overhead), median of the samples.
 
 Each softmax size is timed at every num_warps in --warps on both sides, and each side's best
 is reported (Triton's tutorial picks num_warps by block size; here both get their best).
@@ -91,7 +92,8 @@ def kwb_batch(kwb, workspace_path, versions=None, sizes=None):
         cmd += ["--versions", ",".join(versions)]
     if sizes:
         cmd += ["--sizes", ",".join(sizes)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = dict(os.environ, KWB_TIMER="events")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if not out.stdout.strip():
         raise SystemExit(f"kwb batch failed:\n{out.stderr}")
     report = json.loads(out.stdout)

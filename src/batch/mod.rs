@@ -139,7 +139,11 @@ pub fn run(
                 results.push(compile_failure(r, c));
                 continue;
             }
-            let reference = reference_of(ws, &compiled);
+            // A tile version compiled per specialisation: this size's compile (and its
+            // reference's).
+            let c = c.for_size(&size.name);
+            let reference =
+                reference_of(ws, &compiled).map(|(rv, rc)| (rv, rc.for_size(&size.name)));
             let opts = PlanOptions {
                 seed,
                 bench: bench.clone(),

@@ -82,6 +82,7 @@ pub fn run_job(
         outcome.error = Some(msg);
         return Ok(outcome);
     }
+    let mut trace = Trace::new(job);
     // Inputs (and the reference made from them) are kept for later jobs with the same seed,
     // buffers and reference: every version of one size sees the same data, made once.
     let key = data_key(job);
@@ -94,6 +95,7 @@ pub fn run_job(
             d.map_err(ExecError::Failed)?
         }
     };
+    trace.mark("inputs");
     let mut device: HashMap<String, DevBuf> = HashMap::new();
     for b in &job.buffers {
         let elems: usize = b.shape.iter().product();
@@ -108,6 +110,7 @@ pub fn run_job(
     let mut program =
         Loaded::prepare(&job.program, &refs).map_err(|e| ExecError::Failed(e.to_string()))?;
     let outputs = output_specs(job);
+    trace.mark("alloc, upload, load");
 
     if job.bench.check {
         progress.phase(Phase::Checking);
@@ -121,6 +124,7 @@ pub fn run_job(
             .iter()
             .map(|b| device[&b.name].download())
             .collect::<Result<_, _>>()?;
+        trace.mark("checked run, download");
         // What the kernel must only read: the inputs (not outputs that start from their init).
         let uploaded: HashMap<String, &[u8]> = (data.inputs.iter())
             .filter(|(k, _)| {
@@ -138,10 +142,12 @@ pub fn run_job(
             }
             settle()?;
         }
+        trace.mark("red zones");
         if data.reference.is_none() {
             let host = data.tensors();
             data.reference = Some(reference(wb, job, &outputs, &host, &device, progress)?);
         }
+        trace.mark("reference");
         if let Some(Some(expected)) = &data.reference {
             let mut reports = Vec::new();
             for ((b, bytes), want) in outputs.iter().zip(&got).zip(expected.iter()) {
@@ -153,6 +159,7 @@ pub fn run_job(
             }
             outcome.check = Some(summarize_checks(&reports));
         }
+        trace.mark("compare");
         if let Some(why) = redzone::describe(&damage) {
             // A stray write is the more specific cause: it goes first, any mismatch after it.
             let check = outcome.check.get_or_insert(CheckSummary {
@@ -190,8 +197,48 @@ pub fn run_job(
         outcome.timing = Some(stats);
         outcome.stop = Some(stop);
         outcome.samples_us = samples[samples.len().saturating_sub(256)..].to_vec();
+        trace.mark("benchmark");
     }
+    trace.finish();
     Ok(outcome)
+}
+
+/// With `KWB_TRACE_FILE` set, each job's phases and their milliseconds are appended to that
+/// file, one line per job: where a save's time goes, for `kwb bench-ui --gpu`.
+struct Trace {
+    file: Option<std::path::PathBuf>,
+    line: String,
+    start: std::time::Instant,
+    last: std::time::Instant,
+}
+
+impl Trace {
+    fn new(job: &RunJob) -> Trace {
+        let now = std::time::Instant::now();
+        Trace {
+            file: std::env::var_os("KWB_TRACE_FILE").map(Into::into),
+            line: format!("job {} {} @ {}:", job.id, job.version, job.size),
+            start: now,
+            last: now,
+        }
+    }
+
+    fn mark(&mut self, phase: &str) {
+        if self.file.is_some() {
+            let ms = self.last.elapsed().as_secs_f64() * 1e3;
+            self.line += &format!(" {phase} {ms:.1} ms;");
+            self.last = std::time::Instant::now();
+        }
+    }
+
+    fn finish(self) {
+        use std::io::Write;
+        let Some(path) = self.file else { return };
+        let total = self.start.elapsed().as_secs_f64() * 1e3;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{} total {total:.1} ms", self.line);
+        }
+    }
 }
 
 /// The bytes of every buffer the version touches, red zones not counted.

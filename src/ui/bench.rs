@@ -94,14 +94,14 @@ pub fn save_to_screen(
 /// frame showing the version's checked, timed result at `size` (the quick look, provisional),
 /// through the real watch engine: watcher, NVRTC, the planner and the isolated GPU worker.
 /// Before each save the version finishes every size, as when a user reads a result and then
-/// edits again.
+/// edits again. Returns the save → compile-on-screen times and the save → result times.
 pub fn save_to_result(
     workspace: &Path,
     version: &str,
     size: &str,
     saves: usize,
     worker: crate::run::supervisor::WorkerCommand,
-) -> Result<Percentiles, String> {
+) -> Result<(Percentiles, Percentiles), String> {
     use super::action::{Action, RunEvent};
     use super::app::VersionStatus;
     let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
@@ -132,6 +132,7 @@ pub fn save_to_result(
     let area = Rect::new(0, 0, 160, 48);
     let mut buf = Buffer::empty(area);
     let mut times = Vec::new();
+    let mut compiles = Vec::new();
     let busy = |app: &App| {
         let s = app.versions[index].status;
         matches!(
@@ -169,6 +170,7 @@ pub fn save_to_result(
             std::fs::write(&file, format!("{original}\n// kwb bench-ui save {i}\n"))
                 .map_err(|e| e.to_string())?;
             let deadline = t0 + Duration::from_secs(60);
+            let mut compiled_ms = None;
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
                 let a = match rx.recv_timeout(left) {
@@ -176,6 +178,11 @@ pub fn save_to_result(
                     Ok(Msg::Term(_)) => continue,
                     Err(_) => return Err(format!("save {i}: no timed result within 60 s")),
                 };
+                if let Action::Compiled(done) = &a {
+                    if done.index == index && done.generation > before && compiled_ms.is_none() {
+                        compiled_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+                    }
+                }
                 let timed = match &a {
                     Action::Run {
                         index: v,
@@ -205,13 +212,17 @@ pub fn save_to_result(
             // The first save warms NVRTC and the worker up (and makes the inputs resident).
             if i > 0 {
                 times.push(t0.elapsed().as_secs_f64() * 1e3);
+                compiles.extend(compiled_ms);
             }
         }
         Ok(())
     })();
     let _ = std::fs::write(&file, &original);
     result?;
-    Ok(percentiles(times))
+    if compiles.is_empty() {
+        return Err("no compile was seen".into());
+    }
+    Ok((percentiles(compiles), percentiles(times)))
 }
 
 /// Renders a full frame of `app` `frames` times; the app is given `lines` lines of PTX.
