@@ -892,3 +892,47 @@ fn frame_render_time() {
         assert!(per_frame.as_millis() < 5, "a frame took {per_frame:?}");
     }
 }
+
+#[test]
+fn tile_versions_show_their_generated_cuda_and_diagnostics_at_tile_lines() {
+    let f = fixture();
+    let mut app = compiled_app();
+    app.gpu = GpuState::Absent("cuInit failed: CUDA_ERROR_NO_DEVICE".into());
+    let i = app.versions.iter().position(|v| v.name == "v8").unwrap();
+    let generated = f.compiled[i]
+        .generated
+        .clone()
+        .expect("v8 is a tile version");
+    app.versions[i].cuda_lines = lines(&generated);
+    app.selected = i;
+    app.tab = Tab::Cuda;
+    // The kernel itself, past the helper functions the writer puts first.
+    app.scroll = generated
+        .lines()
+        .position(|l| l.contains("__global__"))
+        .unwrap() as u16;
+    insta::assert_snapshot!(
+        "panel_cuda_tab",
+        panel(&app, 100, 16, panels::tabs::render_body)
+    );
+    // A typo in the tile source: the diagnostic names the tile file, line and column.
+    let mut broken = f.ws.versions[i].clone();
+    broken.file = support::repo().join("kernels/tests/broken_tile.tile");
+    let out = support::compiler("sm_90").compile_version(Some(&f.ws), &broken);
+    assert!(!out.ok, "the broken tile fixture compiled");
+    let source = std::fs::read_to_string(&broken.file).unwrap();
+    let v = &mut app.versions[i];
+    v.status = VersionStatus::CompileError;
+    v.file = broken.file.clone();
+    v.source = source.as_str().into();
+    v.source_lines = lines(&source);
+    v.diagnostics = out.diagnostics.clone();
+    v.generation = 2;
+    app.diagnostic = app.versions[..i].iter().map(|v| v.diagnostics.len()).sum();
+    app.show_diagnostic_source = true;
+    app.focus = Focus::Diagnostics;
+    insta::assert_snapshot!(
+        "panel_diagnostics_tile",
+        panel(&app, 70, 10, panels::diagnostics::render)
+    );
+}

@@ -36,8 +36,9 @@ impl Data {
 /// Recent jobs' data, so that a job finds its inputs and reference made by an earlier job of
 /// the same seed, buffers and reference: every version of one size shares them, and in watch
 /// (one seed per session) a save's quick look at the size on screen finds them still here
-/// after the other sizes ran. Kept within a byte budget: over it, the largest entries other
-/// than the newest go first, so the small sizes a user looks at most stay.
+/// after the other sizes ran. The entries other than the newest are kept within a byte budget
+/// (the newest is kept whatever its size: a job is using it): over it, the largest go first,
+/// so the small sizes a user looks at most stay, even beside a size larger than the budget.
 pub struct DataCache {
     entries: Vec<Data>,
     budget: u64,
@@ -72,21 +73,20 @@ impl DataCache {
         Some(self.entries.remove(i))
     }
 
-    /// Keeps `data` as the newest entry, then evicts to the budget.
+    /// Keeps `data` as the newest entry, then evicts the older ones to the budget.
     pub fn put(&mut self, data: Data) {
         self.entries.retain(|d| d.key != data.key);
         self.entries.push(data);
-        let newest = self.entries.len() - 1;
-        while self.entries.len() > 1 && self.held() > self.budget {
-            let largest = (0..newest.min(self.entries.len() - 1))
-                .max_by_key(|&i| self.entries[i].bytes())
+        loop {
+            let older = &self.entries[..self.entries.len() - 1];
+            if older.iter().map(Data::bytes).sum::<u64>() <= self.budget {
+                break;
+            }
+            let largest = (0..older.len())
+                .max_by_key(|&i| older[i].bytes())
                 .unwrap_or(0);
             self.entries.remove(largest);
         }
-    }
-
-    fn held(&self) -> u64 {
-        self.entries.iter().map(Data::bytes).sum()
     }
 
     /// The keys held, oldest first (for tests).
@@ -345,13 +345,18 @@ mod cache_tests {
         cache.put(data(1, 100));
         cache.put(data(2, 1_500));
         cache.put(data(3, 300));
-        // 1,900 elements: within the budget.
-        assert_eq!(cache.keys(), vec![1, 2, 3]);
         cache.put(data(4, 400));
-        // 2,300 > 2,000: the largest older entry (2) goes; the small ones stay.
-        assert_eq!(cache.keys(), vec![1, 3, 4]);
-        // An entry over the whole budget is still kept while it is the newest.
-        cache.put(data(5, 10_000));
-        assert_eq!(cache.keys(), vec![5]);
+        // Older than the newest: 1,900 elements, within the budget.
+        assert_eq!(cache.keys(), vec![1, 2, 3, 4]);
+        cache.put(data(5, 100));
+        // Older: 2,300 > 2,000: the largest (2) goes; the small ones stay.
+        assert_eq!(cache.keys(), vec![1, 3, 4, 5]);
+        // A newest entry over the whole budget (the 256Mi run) is kept, and does not push
+        // out the small sizes beside it.
+        cache.put(data(6, 10_000));
+        assert_eq!(cache.keys(), vec![1, 3, 4, 5, 6]);
+        // Once it is older, it is the first to go.
+        cache.put(data(7, 10));
+        assert_eq!(cache.keys(), vec![1, 3, 4, 5, 7]);
     }
 }

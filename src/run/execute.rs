@@ -235,7 +235,11 @@ impl Trace {
         use std::io::Write;
         let Some(path) = self.file else { return };
         let total = self.start.elapsed().as_secs_f64() * 1e3;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
             let _ = writeln!(f, "{} total {total:.1} ms", self.line);
         }
     }

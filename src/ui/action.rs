@@ -82,6 +82,13 @@ pub enum Action {
     /// The workspace file was re-read.
     WorkspaceReloaded(Result<Box<Workspace>, Vec<Diagnostic>>),
     Compiled(Box<CompileDone>),
+    /// A compile's SASS, disassembled and highlighted after the compile itself was announced
+    /// (so the GPU run does not wait for the disassembler).
+    Sass {
+        index: usize,
+        generation: u64,
+        lines: Arc<Vec<Line<'static>>>,
+    },
     Run {
         index: usize,
         generation: u64,
@@ -218,6 +225,17 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         Action::FilesChanged(paths) => files_changed(app, &paths, &mut effects),
         Action::WorkspaceReloaded(r) => reloaded(app, r, &mut effects),
         Action::Compiled(done) => compiled(app, *done, &mut effects),
+        Action::Sass {
+            index,
+            generation,
+            lines,
+        } => {
+            if let Some(v) = app.versions.get_mut(index) {
+                if v.shown_generation == generation {
+                    v.sass = Some(lines);
+                }
+            }
+        }
         Action::Run {
             index,
             generation,
@@ -415,7 +433,10 @@ fn compiled(app: &mut App, done: CompileDone, effects: &mut Vec<Effect>) {
     if done.result.ok {
         v.compiled = Some(done.result);
         v.ptx_lines = done.ptx_lines;
-        v.sass = done.sass;
+        // SASS may follow in its own action; until then the last one stays on screen.
+        if done.sass.is_some() {
+            v.sass = done.sass;
+        }
         v.cuda_lines = done.cuda_lines;
         v.ptx_source_lines = done.ptx_source_lines;
         v.shown_generation = done.generation;

@@ -192,22 +192,31 @@ impl Engine {
                     })
                     .collect(),
             );
-            let sass = sass
-                .filter(|_| result.ok)
-                .and_then(|d| d.disassemble(&result.cubin).ok())
-                .map(|text| Arc::new(hl.highlight(&text, Lang::Sass, &code_theme, color)));
+            let result = Arc::new(result);
             let done = CompileDone {
                 index,
                 generation,
                 source,
                 source_lines,
-                result: Arc::new(result),
+                result: result.clone(),
                 ptx_lines,
-                sass,
+                sass: None,
                 cuda_lines,
                 ptx_source_lines,
             };
             let _ = tx.send(Msg::Action(Action::Compiled(Box::new(done))));
+            // The SASS after: disassembling and highlighting it must not delay the run.
+            if let Some(text) = sass
+                .filter(|_| result.ok)
+                .and_then(|d| d.disassemble(&result.cubin).ok())
+            {
+                let lines = Arc::new(hl.highlight(&text, Lang::Sass, &code_theme, color));
+                let _ = tx.send(Msg::Action(Action::Sass {
+                    index,
+                    generation,
+                    lines,
+                }));
+            }
         });
     }
 
