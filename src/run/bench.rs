@@ -5,7 +5,7 @@
 
 use super::cupti::{cupti, Trace};
 use super::device::{DevBuf, Event, Graph, Stream};
-use super::kernel_span::{run_spans, KernelRecord, RunTags, RunTime};
+use super::kernel_span::{run_spans, KernelRecord, RunTags, RunTime, NOT_TIMED};
 use super::program::Loaded;
 use super::protocol::{BenchMode, BenchSpec};
 use super::stats::{summarize, Running, Stats, StopReason, Timer};
@@ -90,13 +90,13 @@ impl KernelClock {
 }
 
 /// Runs `program` until the stopping rule is met and returns per-run statistics in µs.
-/// `flush` must be at least twice the L2 size for cold mode. `beat` is called often, so the
+/// `flush` clears L2 before each run in cold mode. `beat` is called often, so the
 /// caller can tell the supervisor it is alive; when it returns false (the job was cancelled)
 /// the benchmark stops and returns `None`.
 pub fn benchmark(
     program: &mut Loaded,
     s: &Stream,
-    flush: &DevBuf,
+    flush: &super::flush::L2Flush,
     spec: &BenchSpec,
     beat: &mut dyn FnMut() -> bool,
 ) -> Result<Option<Timing>, CuError> {
@@ -146,7 +146,6 @@ pub fn benchmark(
     let mut busy_samples = Vec::new();
     let mut running = Running::new();
     let began = Instant::now();
-    let mut flip = 0u8;
     let stop = loop {
         let (event_us, gpu) = match &graph {
             Some((g, per)) => {
@@ -171,13 +170,16 @@ pub fn benchmark(
             None => {
                 let mut tags: Vec<RunTags> = Vec::with_capacity(per_sample);
                 for (a, b) in &pairs {
+                    let mut run = Vec::with_capacity(launches + 1);
                     if spec.mode == BenchMode::Cold {
-                        // Overwrite L2 with other data before the timed region, not inside it.
-                        flip = flip.wrapping_add(1);
-                        s.memset(flush, flip)?;
+                        // Fill L2 with other data before the timed region, not inside it. The
+                        // flush is a kernel CUPTI records too: its slot is marked untimed.
+                        flush.run(s)?;
+                        if flush.reads() {
+                            run.push(NOT_TIMED);
+                        }
                     }
                     a.record(s)?;
-                    let mut run = Vec::with_capacity(launches);
                     program.enqueue_each(s, || run.push(clock.tag()))?;
                     b.record(s)?;
                     tags.push(run);

@@ -56,8 +56,8 @@ pub trait Progress {
 /// The device-side state a worker keeps between jobs.
 pub struct Workbench {
     pub stream: Stream,
-    /// At least twice the L2 size: written between cold-mode samples.
-    pub flush: DevBuf,
+    /// Clears L2 between cold-mode samples.
+    pub flush: super::flush::L2Flush,
     /// The device's L2 size, for marking results whose buffers fit in it.
     pub l2_bytes: u64,
     /// Recent jobs' inputs and references, reused by jobs that ask for the same.

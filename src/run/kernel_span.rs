@@ -47,17 +47,26 @@ pub enum MatchError {
 /// Each run's span (and busy time), in the order of `runs`. With every correlation id known, records are
 /// matched by id (others are ignored, and one id may own several kernels: a graph replay);
 /// otherwise by order: the records, sorted by start, must be exactly the runs' launches.
+/// A launch of a run that is not part of its time (the cold-L2 flush kernel before it): its
+/// record is matched by position, like the others, and left out.
+pub const NOT_TIMED: u32 = u32::MAX;
+
 pub fn run_spans(runs: &[RunTags], records: &[KernelRecord]) -> Result<Vec<RunTime>, MatchError> {
     if records.iter().any(|r| r.end_ns < r.start_ns) {
         return Err(MatchError::Backwards);
     }
-    let by_id = runs.iter().flatten().all(|id| *id != 0);
+    let by_id = (runs.iter().flatten())
+        .filter(|id| **id != NOT_TIMED)
+        .all(|id| *id != 0);
     if by_id {
         runs.iter()
             .enumerate()
             .map(|(run, tags)| {
                 let mut own = Vec::new();
                 for (launch, id) in tags.iter().enumerate() {
+                    if *id == NOT_TIMED {
+                        continue;
+                    }
                     let before = own.len();
                     own.extend(records.iter().filter(|r| r.correlation == *id).copied());
                     if own.len() == before {
@@ -85,9 +94,13 @@ pub fn run_spans(runs: &[RunTags], records: &[KernelRecord]) -> Result<Vec<RunTi
         Ok(runs
             .iter()
             .map(|tags| {
-                let own = sorted.get(at..at + tags.len()).unwrap_or(&[]);
+                let all = sorted.get(at..at + tags.len()).unwrap_or(&[]);
                 at += tags.len();
-                time_of(own)
+                let own: Vec<KernelRecord> = (all.iter().zip(tags))
+                    .filter(|(_, t)| **t != NOT_TIMED)
+                    .map(|(r, _)| *r)
+                    .collect();
+                time_of(&own)
             })
             .collect())
     }
@@ -182,6 +195,27 @@ mod tests {
             err.to_string(),
             "no kernel record for launch 1 of run 0 (correlation id 6)"
         );
+    }
+
+    #[test]
+    fn a_flush_kernel_before_each_run_is_matched_and_left_out() {
+        // Cold mode: flush, then one timed kernel, twice; by order and by id.
+        let by_order = vec![vec![NOT_TIMED, 0], vec![NOT_TIMED, 0]];
+        let records = [
+            rec(0, 0, 5_000),       // flush
+            rec(0, 6_000, 8_000),   // kernel: 2 µs
+            rec(0, 9_000, 14_000),  // flush
+            rec(0, 15_000, 18_000), // kernel: 3 µs
+        ];
+        assert_eq!(spans(&by_order, &records), Ok(vec![2.0, 3.0]));
+        let by_id = vec![vec![NOT_TIMED, 7], vec![NOT_TIMED, 9]];
+        let records = [
+            rec(6, 0, 5_000),
+            rec(7, 6_000, 8_000),
+            rec(8, 9_000, 14_000),
+            rec(9, 15_000, 18_000),
+        ];
+        assert_eq!(spans(&by_id, &records), Ok(vec![2.0, 3.0]));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod cupti_locate;
 pub mod data;
 pub mod device;
 pub mod execute;
+pub mod flush;
 pub mod gpu;
 pub mod inputs;
 pub mod kernel_span;

@@ -88,3 +88,16 @@ extern "C" __global__ void kwb_peak_triad1(const uint4* __restrict__ a, const ui
     const u64 i = one_index();
     if (i < n) c[i] = mix(__ldg(a + i), __ldg(b + i));
 }
+
+// Cold-L2 flush for timing (src/run/flush.rs): every thread reads its share of a buffer twice
+// the L2 size through L2 (`.cg`), so L2 ends up holding clean lines of other data. (A memset
+// would leave dirty lines, whose write-back the next timed kernel would pay.) The xor keeps
+// the loads alive; the buffer is filled so that it is never zero, and nothing is written.
+extern "C" __global__ void kwb_flush_read(const uint4* __restrict__ src, u64 n, uint4* sink) {
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (u64 i = one_index(); i < n; i += (u64)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcg(src + i);
+        acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
+    }
+    if ((acc.x & acc.y & acc.z & acc.w) == 0xdeadbeefu) *sink = acc;
+}

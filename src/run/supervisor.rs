@@ -156,6 +156,8 @@ impl Supervisor {
                 None
             }
             Reply::Done(outcome) if outcome.id == job.id => Some(Ok(JobResult::Done(outcome))),
+            // The worker stopped the job (a cancel from an earlier wait that it saw late).
+            Reply::Cancelled { id } if id == job.id => Some(Ok(JobResult::Cancelled)),
             Reply::Fault { id, error } if id == job.id => Some(Err(Loss::Fault(error))),
             // One request at a time: an error without an id answers this one.
             Reply::Error { id, message } if id.is_none_or(|i| i == job.id) => {

@@ -477,3 +477,31 @@ serve()
         "the next job ran on the same worker"
     );
 }
+
+#[test]
+fn a_cancelled_reply_to_the_running_job_ends_it_without_a_watchdog_wait() {
+    // A worker that answers job 0 with `cancelled` (as one whose cancel marker once matched
+    // job 0 did): the supervisor takes it as cancelled at once, keeps the worker, and the
+    // next job runs on it.
+    let mut sup = start(
+        r#"
+def on_run(i):
+    if i == 0:
+        wr({'type': 'cancelled', 'id': i})
+        return
+    done(i)
+serve()
+"#,
+    );
+    let pid = sup.worker_pid().unwrap();
+    let began = Instant::now();
+    let result = sup.run_cancellable(&job(0, 5_000), &mut |_| {}, &|| false);
+    assert_eq!(result, JobResult::Cancelled);
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_done(&run(&mut sup, &job(1, 5_000)).0, 1);
+    assert_eq!(sup.worker_pid(), Some(pid));
+}

@@ -4,7 +4,7 @@
 //! from a hung kernel, so a dropped connection leaves nothing holding the GPU.
 
 use super::bench::measure_copy_peak;
-use super::device::{error_name, DevBuf, Stream};
+use super::device::{error_name, Stream};
 use super::execute::{run_job, ExecError, Progress, Workbench};
 use super::gpu::Gpu;
 use super::peak::Peaks;
@@ -88,7 +88,8 @@ pub fn serve(input: impl std::io::Read + Send + 'static, output: Box<dyn Write +
         });
     }
     let mut open: Option<Open> = None;
-    let cancel = Arc::new(AtomicU64::new(0));
+    // No job is cancelled yet (job ids start at 0 in watch: the marker must be none of them).
+    let cancel = Arc::new(AtomicU64::new(u64::MAX));
     let requests = read_requests(input, cancel.clone());
     loop {
         let req: Request = match requests.recv() {
@@ -201,7 +202,11 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     let facts = gpu.facts().map_err(|e| e.to_string())?;
     let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
     let stream = Stream::new().map_err(cu)?;
-    let flush = DevBuf::alloc((2 * facts.l2_bytes as usize).max(1 << 20)).map_err(cu)?;
+    let flush = super::flush::L2Flush::new(facts.l2_bytes, facts.sm_count).map_err(cu)?;
+    flush.prepare(&stream).map_err(cu)?;
+    if !flush.reads() {
+        eprintln!("kwb worker: the L2 flush kernel did not load; flushing with a memset");
+    }
     let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts));
     let info = DeviceInfo {
         measured_copy_gbps: peaks.copy_gbps,

@@ -94,7 +94,8 @@ pub fn save_to_screen(
 /// frame showing the version's checked, timed result at `size` (the quick look, provisional),
 /// through the real watch engine: watcher, NVRTC, the planner and the isolated GPU worker.
 /// Before each save the version finishes every size, as when a user reads a result and then
-/// edits again. Returns the save → compile-on-screen times and the save → result times.
+/// edits again. Returns the save → compile-on-screen times and the save → result times, and
+/// prints a tally of every result the loop saw for the version (size, status, message).
 pub fn save_to_result(
     workspace: &Path,
     version: &str,
@@ -133,6 +134,32 @@ pub fn save_to_result(
     let mut buf = Buffer::empty(area);
     let mut times = Vec::new();
     let mut compiles = Vec::new();
+    let seen = std::cell::RefCell::new(std::collections::BTreeMap::<String, usize>::new());
+    let tally = |a: &Action| {
+        if let Action::Run {
+            index: v,
+            event:
+                RunEvent::Finished {
+                    result,
+                    provisional,
+                    ..
+                },
+            ..
+        } = a
+        {
+            if *v == index {
+                let message = result.message.as_deref().unwrap_or("");
+                let key = format!(
+                    "{} {:?}{} {}",
+                    result.size,
+                    result.status,
+                    if *provisional { " (quick look)" } else { "" },
+                    message.lines().next().unwrap_or("")
+                );
+                *seen.borrow_mut().entry(key).or_default() += 1;
+            }
+        }
+    };
     let busy = |app: &App| {
         let s = app.versions[index].status;
         matches!(
@@ -160,7 +187,10 @@ pub fn save_to_result(
             while i > 0 && busy(&app) {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match rx.recv_timeout(left) {
-                    Ok(Msg::Action(a)) => engine.apply(&mut app, a),
+                    Ok(Msg::Action(a)) => {
+                        tally(&a);
+                        engine.apply(&mut app, a)
+                    }
                     Ok(Msg::Term(_)) => {}
                     Err(_) => return Err(format!("save {i}: the version never settled")),
                 }
@@ -178,6 +208,7 @@ pub fn save_to_result(
                     Ok(Msg::Term(_)) => continue,
                     Err(_) => return Err(format!("save {i}: no timed result within 60 s")),
                 };
+                tally(&a);
                 if let Action::Compiled(done) = &a {
                     if done.index == index && done.generation > before && compiled_ms.is_none() {
                         compiled_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
@@ -218,6 +249,9 @@ pub fn save_to_result(
         Ok(())
     })();
     let _ = std::fs::write(&file, &original);
+    for (what, n) in seen.borrow().iter() {
+        println!("  results seen: {n:>3} × {what}");
+    }
     result?;
     if compiles.is_empty() {
         return Err("no compile was seen".into());
