@@ -8,6 +8,8 @@
 
 mod support;
 
+use support::rng::Rng;
+
 use kwb::emu::Module;
 
 /// The PTX of every shipped CUDA version, compiled once.
@@ -24,22 +26,6 @@ fn corpus() -> Vec<String> {
         }
     }
     out
-}
-
-/// SplitMix64: a small deterministic generator, so a failure can be replayed from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 const TOKENS: &[&str] = &[

@@ -8,6 +8,8 @@
 
 mod support;
 
+use support::rng::Rng;
+
 use kwb::compile::{Arch, CompiledVersion};
 use kwb::run::cpu::CpuCode;
 use std::path::Path;
@@ -68,22 +70,6 @@ fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
         n - failures.len() as u64
     );
     assert!(failures.is_empty(), "{failures:#?}");
-}
-
-/// A tiny deterministic generator (SplitMix64), so a failing program can be reproduced.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
 }
 
 /// A random elementwise expression over tiles `a` and `b`, `depth` deep.

@@ -33,30 +33,69 @@ fn percentiles(mut ms: Vec<f64>) -> Percentiles {
 
 /// Saves `version`'s kernel `saves` times (each save changes the source, so each one really
 /// compiles) and measures from the write to a drawn frame showing the new PTX and resources.
+/// The real engine on a workspace, with `version` selected and its kernel file watched: what
+/// the save benchmarks drive.
+struct Bench {
+    engine: Engine,
+    app: App,
+    theme: super::theme::Theme,
+    rx: std::sync::mpsc::Receiver<Msg>,
+    index: usize,
+    file: std::path::PathBuf,
+    /// The kernel file as it was, written back when the benchmark ends.
+    original: String,
+    _watcher: crate::watch::FileWatcher,
+}
+
+impl Bench {
+    fn new(workspace: &Path, version: &str) -> Result<Bench, String> {
+        let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
+        let index = ws
+            .versions
+            .iter()
+            .position(|v| v.name == version)
+            .ok_or_else(|| format!("no version `{version}`"))?;
+        let file = ws.versions[index].file.clone();
+        let original =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let arch = ws.arch.unwrap_or(Arch::DEFAULT);
+        let compiler = Compiler::new(arch, Cache::disabled()).map_err(|e| e.to_string())?;
+        let (tx, rx) = channel();
+        let (themes, _) = super::themes::available(true);
+        let theme = themes[0].clone();
+        let engine = Engine::new(tx.clone(), compiler, themes, true);
+        let mut app = App::new(ws, arch);
+        app.selected = index;
+        let watcher = super::runtime::watch(&tx, std::slice::from_ref(&file))?;
+        Ok(Bench {
+            engine,
+            app,
+            theme,
+            rx,
+            index,
+            file,
+            original,
+            _watcher: watcher,
+        })
+    }
+}
+
 pub fn save_to_screen(
     workspace: &Path,
     version: &str,
     saves: usize,
 ) -> Result<Percentiles, String> {
-    let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
-    let index = ws
-        .versions
-        .iter()
-        .position(|v| v.name == version)
-        .ok_or_else(|| format!("no version `{version}`"))?;
-    let file = ws.versions[index].file.clone();
-    let original =
-        std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let arch = ws.arch.unwrap_or(Arch::DEFAULT);
-    let compiler = Compiler::new(arch, Cache::disabled()).map_err(|e| e.to_string())?;
-    let (tx, rx) = channel();
-    let (themes, _) = super::themes::available(true);
-    let theme = themes[0].clone();
-    let mut engine = Engine::new(tx.clone(), compiler, themes, true);
-    let mut app = App::new(ws, arch);
+    let Bench {
+        mut engine,
+        mut app,
+        theme,
+        rx,
+        index,
+        file,
+        original,
+        _watcher,
+    } = Bench::new(workspace, version)?;
     app.gpu = GpuState::Absent("benchmark".into());
-    app.selected = index;
-    let _watcher = super::runtime::watch(&tx, std::slice::from_ref(&file))?;
     let area = Rect::new(0, 0, 160, 48);
     let mut buf = Buffer::empty(area);
     let mut times = Vec::new();
@@ -105,30 +144,20 @@ pub fn save_to_result(
 ) -> Result<(Percentiles, Percentiles), String> {
     use super::action::{Action, RunEvent};
     use super::app::VersionStatus;
-    let ws = crate::workspace::load(workspace).map_err(|e| e.to_string())?;
-    let index = ws
-        .versions
-        .iter()
-        .position(|v| v.name == version)
-        .ok_or_else(|| format!("no version `{version}`"))?;
-    let size_index = ws
-        .sizes
-        .iter()
+    let Bench {
+        mut engine,
+        mut app,
+        theme,
+        rx,
+        index,
+        file,
+        original,
+        _watcher,
+    } = Bench::new(workspace, version)?;
+    app.size = (app.workspace.sizes.iter())
         .position(|s| s.name == size)
         .ok_or_else(|| format!("no size `{size}`"))?;
-    let file = ws.versions[index].file.clone();
-    let original =
-        std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let arch = ws.arch.unwrap_or(Arch::DEFAULT);
-    let compiler = Compiler::new(arch, Cache::disabled()).map_err(|e| e.to_string())?;
-    let (tx, rx) = channel();
-    let (themes, _) = super::themes::available(true);
-    let theme = themes[0].clone();
-    let mut engine = Engine::new(tx.clone(), compiler, themes, true);
-    let mut app = App::new(ws, arch);
-    app.selected = index;
-    app.size = size_index;
-    let _watcher = super::runtime::watch(&tx, std::slice::from_ref(&file))?;
+    let size_index = app.size;
     engine.start_gpu(worker);
     let area = Rect::new(0, 0, 160, 48);
     let mut buf = Buffer::empty(area);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod differential;
+pub mod rng;
 pub mod tmux;
 
 use std::path::{Path, PathBuf};
