@@ -61,3 +61,21 @@ fn without_a_gpu_batch_exits_5_and_says_why() {
     assert!(err.contains("`kwb inspect`"), "{err}");
     assert!(out.is_empty(), "{out}");
 }
+
+#[test]
+fn inspect_of_a_tile_file_with_syntax_errors_lists_each_at_its_line() {
+    let (code, out, err) = kwb(&[
+        "inspect",
+        "tests/tile/err_syntax.tile",
+        "--constexpr",
+        "BLOCK=128",
+    ]);
+    assert_eq!(code, kwb::exit::COMPILE_ERROR, "{out}{err}");
+    let text = format!("{out}{err}");
+    assert!(text.contains("err_syntax.tile:8:"), "{text}");
+    assert!(text.contains("err_syntax.tile:9:"), "{text}");
+    assert!(
+        !text.contains("error: :"),
+        "a diagnostic wrapped in another: {text}"
+    );
+}

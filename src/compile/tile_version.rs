@@ -204,7 +204,11 @@ impl Compiler {
 /// need not declare them all), with `num_warps` from the command line.
 fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String> {
     let (constexprs, num_warps, _) = specialization(v, None)?;
-    let sigs = tile::signatures(&v.file, source).map_err(|d| crate::diag::render_all(&d))?;
+    // A file that does not parse has no kernels to request: the compile reports its syntax
+    // errors, each as a diagnostic with its own line and column.
+    let Ok(sigs) = tile::signatures(&v.file, source) else {
+        return Ok(Vec::new());
+    };
     Ok(sigs
         .into_iter()
         .filter(|s| !s.called)
