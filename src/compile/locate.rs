@@ -125,13 +125,19 @@ pub fn locate_in(roots: &SearchRoots) -> Result<CudaPaths, LocateError> {
 
 /// The NVRTC library in `dir`: `libnvrtc.so.<major>` preferred, else `libnvrtc.so`.
 fn find_nvrtc(dir: &Path) -> Option<PathBuf> {
+    find_versioned_lib(dir, "libnvrtc.so")
+}
+
+/// The library `stem` (e.g. `libnvrtc.so`) in `dir`: the highest `<stem>.<major>`, the shortest
+/// name among equals (`libcupti.so.13` before `libcupti.so.13.0.85`), else `<stem>` itself.
+/// Names that only start like it (`libnvrtc-builtins.so`, `libcupti.so.bak`) do not count.
+pub fn find_versioned_lib(dir: &Path, stem: &str) -> Option<PathBuf> {
     let entries = std::fs::read_dir(dir).ok()?;
-    let mut best: Option<(u32, PathBuf)> = None;
+    let mut best: Option<(u32, usize, PathBuf)> = None;
     for e in entries.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        // libnvrtc.so.13, but not libnvrtc-builtins or libnvrtc.alt.
-        let Some(rest) = name.strip_prefix("libnvrtc.so") else {
+        let Some(rest) = name.strip_prefix(stem) else {
             continue;
         };
         let major = match rest.strip_prefix('.') {
@@ -142,11 +148,14 @@ fn find_nvrtc(dir: &Path) -> Option<PathBuf> {
             },
             None => continue,
         };
-        if best.as_ref().is_none_or(|(m, _)| major > *m) {
-            best = Some((major, e.path()));
+        let better = best
+            .as_ref()
+            .is_none_or(|(m, len, _)| major > *m || (major == *m && name.len() < *len));
+        if better {
+            best = Some((major, name.len(), e.path()));
         }
     }
-    best.map(|(_, p)| p)
+    best.map(|(_, _, p)| p)
 }
 
 fn python_site_packages() -> Vec<PathBuf> {

@@ -52,33 +52,9 @@ pub fn locate() -> Result<PathBuf, Vec<PathBuf>> {
 }
 
 /// The CUPTI library in `dir`: the highest `libcupti.so.<major>`, the shortest name among
-/// equals (`libcupti.so.13` before `libcupti.so.13.0.85`), else `libcupti.so`.
+/// equals, else `libcupti.so`.
 fn find_cupti(dir: &Path) -> Option<PathBuf> {
-    let entries = std::fs::read_dir(dir).ok()?;
-    let mut best: Option<(u32, usize, PathBuf)> = None;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        // libcupti.so.13, but not libcupti_static.a or libcupti.so.bak.
-        let Some(rest) = name.strip_prefix("libcupti.so") else {
-            continue;
-        };
-        let major = match rest.strip_prefix('.') {
-            None if rest.is_empty() => 0,
-            Some(v) => match v.split('.').next().and_then(|m| m.parse().ok()) {
-                Some(m) => m,
-                None => continue,
-            },
-            None => continue,
-        };
-        let better = best
-            .as_ref()
-            .is_none_or(|(m, len, _)| major > *m || (major == *m && name.len() < *len));
-        if better {
-            best = Some((major, name.len(), e.path()));
-        }
-    }
-    best.map(|(_, _, p)| p)
+    crate::compile::locate::find_versioned_lib(dir, "libcupti.so")
 }
 
 #[cfg(test)]
