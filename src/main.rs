@@ -220,6 +220,9 @@ struct InspectArgs {
     /// Include each version's PTX.
     #[arg(long)]
     ptx: bool,
+    /// Include the CUDA C++ generated for each tile-language version (each specialisation).
+    #[arg(long)]
+    cuda: bool,
     /// Block size for kernels that no launch names (bare `.cu` files).
     #[arg(long, default_value_t = 256)]
     block: u32,
@@ -401,6 +404,7 @@ fn run_inspect(args: InspectArgs) -> i32 {
         arch,
         compiler.nvrtc_version(),
         args.ptx,
+        args.cuda,
         args.block,
     );
     match args.format {

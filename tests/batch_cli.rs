@@ -79,3 +79,37 @@ fn inspect_of_a_tile_file_with_syntax_errors_lists_each_at_its_line() {
         "a diagnostic wrapped in another: {text}"
     );
 }
+
+#[test]
+fn inspect_cuda_prints_each_specialisation_of_a_tile_version() {
+    let (code, out, err) = kwb(&[
+        "inspect",
+        "workspaces/elementwise-add.yaml",
+        "--version",
+        "v8",
+        "--cuda",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The GPU sizes (n divisible by 16: 128-bit vectors) and the odd size (scalar accesses,
+    // each one predicated load or store) are two specialisations.
+    let vec = out
+        .find("--- generated CUDA of v8 (sizes 1Mi, 16Mi, 256Mi) ---")
+        .expect(&out);
+    let odd = out
+        .find("--- generated CUDA of v8 (sizes odd) ---")
+        .expect(&out);
+    assert!(out[vec..odd].contains("kwb_ld128("), "{out}");
+    assert!(out[odd..].contains("kwb_ld16s("), "{out}");
+    assert!(out[odd..].contains("kwb_st16s("), "{out}");
+    // fp16 code includes the half header, and nothing includes the bf16 one it does not use.
+    assert!(out.contains("#include <cuda_fp16.h>"), "{out}");
+    assert!(!out.contains("#include <cuda_bf16.h>"), "{out}");
+    // Without --cuda, no generated code.
+    let (_, plain, _) = kwb(&[
+        "inspect",
+        "workspaces/elementwise-add.yaml",
+        "--version",
+        "v8",
+    ]);
+    assert!(!plain.contains("generated CUDA"), "{plain}");
+}

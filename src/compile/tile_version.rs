@@ -9,6 +9,7 @@ use crate::diag::Diagnostic;
 use crate::expr::Scalar;
 use crate::tile::{self, ArgKind, ConstValue, KernelRequest};
 use crate::workspace::{Arg, ProblemSize, SizeEnv, Version, Workspace};
+use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -135,8 +136,10 @@ impl Compiler {
                 None => groups.push((req, name.into_iter().collect())),
             }
         }
+        // Specialisations are independent NVRTC programs: compile them at once (a save of one
+        // version then costs its slowest specialisation, not their sum, where cores are free).
         let mut compiled: Vec<CompiledVersion> = groups
-            .into_iter()
+            .into_par_iter()
             .map(|(req, names)| {
                 let mut out = self.compile_tile_group(ws, v, &source, req);
                 // One specialisation for every size needs no size list.

@@ -37,6 +37,17 @@ pub struct VersionReport {
     pub kernels: Vec<KernelReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ptx: Option<String>,
+    /// Tile versions with `--cuda`: the CUDA C++ kwb generated, one entry per specialisation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cuda: Vec<GeneratedCuda>,
+}
+
+/// The CUDA C++ generated for one specialisation of a tile version.
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneratedCuda {
+    /// The sizes this specialisation serves (empty: every size).
+    pub sizes: Vec<String>,
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,6 +79,7 @@ pub fn report(
     arch: Arch,
     nvrtc: (i32, i32),
     with_ptx: bool,
+    with_cuda: bool,
     block_default: u32,
 ) -> InspectReport {
     let versions = compiled
@@ -109,6 +121,16 @@ pub fn report(
                 diagnostics: c.diagnostics.clone(),
                 kernels,
                 ptx: with_ptx.then(|| c.ptx.to_string()),
+                cuda: std::iter::once(c)
+                    .chain(&c.variants)
+                    .filter(|_| with_cuda)
+                    .filter_map(|part| {
+                        Some(GeneratedCuda {
+                            sizes: part.sizes.clone(),
+                            source: part.generated.as_deref()?.to_string(),
+                        })
+                    })
+                    .collect(),
             }
         })
         .collect();

@@ -93,6 +93,18 @@ pub fn render(r: &InspectReport) -> String {
                 let _ = writeln!(s, "  {line}");
             }
         }
+        for g in &v.cuda {
+            let sizes = if g.sizes.is_empty() {
+                String::new()
+            } else {
+                format!(" (sizes {})", g.sizes.join(", "))
+            };
+            let _ = writeln!(
+                s,
+                "\n--- generated CUDA of {}{sizes} ---\n{}",
+                v.name, g.source
+            );
+        }
         if let Some(ptx) = &v.ptx {
             let _ = writeln!(s, "\n--- PTX of {} ---\n{ptx}", v.name);
         }

@@ -34,6 +34,17 @@ fn from_bits(s: Scalar, w: &str) -> String {
     }
 }
 
+/// The predicated scalar access helpers for an element of type `s`: their bit width and the
+/// unsigned C type that carries the bits.
+fn scalar_access(s: Scalar) -> (u32, &'static str) {
+    match s.size() {
+        1 => (8, "unsigned short"),
+        2 => (16, "unsigned short"),
+        8 => (64, "unsigned long long"),
+        _ => (32, "unsigned"),
+    }
+}
+
 impl Writer<'_> {
     /// The proven vector width (in elements) of a tile access through `ptr` under `mask`.
     pub fn vector_width(&self, ptr: VarId, mask: Option<VarId>) -> u64 {
@@ -82,11 +93,17 @@ impl Writer<'_> {
         };
         if !self.is_tile(dst) {
             let d = self.name(dst).to_string();
-            self.line(&format!("{d} = {};", other_at(self, "")));
-            let cond = mask
-                .map(|m| format!("if ({}) ", self.name(m)))
-                .unwrap_or_default();
-            self.line(&format!("{cond}{d} = *{};", self.name(ptr)));
+            let line = match mask {
+                Some(m) => self.masked_scalar_load(
+                    s,
+                    &d,
+                    self.name(ptr),
+                    self.name(m),
+                    &other_at(self, ""),
+                ),
+                None => format!("{d} = *{};", self.name(ptr)),
+            };
+            self.line(&line);
             return;
         }
         let l = self.layout(dst);
@@ -97,11 +114,17 @@ impl Writer<'_> {
             self.line("#pragma unroll");
             self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
             let d = self.at(dst, "e");
-            self.line(&format!("{d} = {};", other_at(self, "e")));
-            let cond = mask
-                .map(|m| format!("if ({}) ", self.at(m, "e")))
-                .unwrap_or_default();
-            self.line(&format!("{cond}{d} = *{};", self.at(ptr, "e")));
+            let line = match mask {
+                Some(m) => self.masked_scalar_load(
+                    s,
+                    &d,
+                    &self.at(ptr, "e"),
+                    &self.at(m, "e"),
+                    &other_at(self, "e"),
+                ),
+                None => format!("{d} = *{};", self.at(ptr, "e")),
+            };
+            self.line(&line);
             self.close("}");
             return;
         }
@@ -151,6 +174,23 @@ impl Writer<'_> {
             self.line(&format!("{} = {value};", self.at(dst, &lane(j))));
         }
         self.close("}");
+    }
+
+    /// `d = m ? *p : other` as one predicated load: a masked-off lane never touches memory, and
+    /// the code stays straight-line (no branch per element for ptxas to if-convert).
+    fn masked_scalar_load(&self, s: Scalar, d: &str, p: &str, m: &str, other: &str) -> String {
+        let (b, ty) = scalar_access(s);
+        format!(
+            "{{ {ty} r = {}; kwb_ld{b}s(r, {p}, {m}); {d} = {}; }}",
+            bits(s, other),
+            from_bits(s, "r")
+        )
+    }
+
+    /// `if (m) *p = v` as one predicated store.
+    fn masked_scalar_store(&self, s: Scalar, p: &str, v: &str, m: &str) -> String {
+        let (b, _) = scalar_access(s);
+        format!("kwb_st{b}s({p}, {}, {m});", bits(s, v))
     }
 
     /// 32-bit word `k` of a vector whose lane `j` is `lane(j)`.
@@ -236,18 +276,14 @@ impl Writer<'_> {
             }
         };
         if w == 1 || !matches!(bytes, 4 | 8 | 16) {
-            let cond = if conds.is_empty() {
-                String::new()
+            let (p, v) = (self.at(ptr, "e"), self.at(value, "e"));
+            let access = if conds.is_empty() {
+                format!("*{p} = {v};")
             } else {
-                format!("if ({}) ", conds.join(" && "))
+                self.masked_scalar_store(s, &p, &v, &conds.join(" && "))
             };
             self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int e = 0; e < {}; ++e) {cond}*{} = {};",
-                l.ept,
-                self.at(ptr, "e"),
-                self.at(value, "e")
-            ));
+            self.line(&format!("for (int e = 0; e < {}; ++e) {access}", l.ept));
             return;
         }
         let (ty, fun, n) = match bytes {
