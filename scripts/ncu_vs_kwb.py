@@ -121,13 +121,15 @@ def medians(report):
     return out
 
 
-def ncu_time(ncu, kwb, ws, version, entry, size, launches):
-    """Median gpu__time_duration of `launches` launches of `entry`, in us, or None."""
+def ncu_time(ncu, kwb, ws, version, entry, size, launches, cache="all", clock="none", extra=()):
+    """Median gpu__time_duration of `launches` launches of `entry`, in us, or None; with
+    `extra` metrics, a dict of every metric's median instead."""
     with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as log:
         log_path = log.name
+    metrics = ",".join(("gpu__time_duration.sum",) + tuple(extra))
     cmd = [
-        ncu, "--cache-control", "all", "--clock-control", "none",
-        "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
+        ncu, "--cache-control", cache, "--clock-control", clock,
+        "--metrics", metrics, "--csv", "--print-units", "base",
         "--target-processes", "all", "-k", f"regex:^{entry}$",
         "--launch-skip", "3", "--launch-count", str(launches),
         "--log-file", log_path,
@@ -142,7 +144,14 @@ def ncu_time(ncu, kwb, ws, version, entry, size, launches):
         os.unlink(log_path)
     rows = [l for l in text.splitlines() if l.startswith('"')]
     values = []
+    others = {}
     for row in csv.DictReader(io.StringIO("\n".join(rows))):
+        if row.get("Metric Name") in extra:
+            try:
+                others.setdefault(row["Metric Name"], []).append(float(row["Metric Value"].replace(",", "")))
+            except ValueError:
+                pass
+            continue
         if row.get("Metric Name") != "gpu__time_duration.sum":
             continue
         unit = (row.get("Metric Unit") or "").strip()
@@ -153,7 +162,36 @@ def ncu_time(ncu, kwb, ws, version, entry, size, launches):
         print(f"  ncu measured nothing for {version} @ {size} (exit {p.returncode}):")
         print("  " + "\n  ".join((p.stderr or text).strip().splitlines()[-8:]))
         return None
+    if extra:
+        out = {k: statistics.median(v) for k, v in others.items()}
+        out["gpu__time_duration.sum"] = statistics.median(values)
+        return out
     return statistics.median(values)
+
+
+PROBE_METRICS = ("sm__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.max", "dram__bytes_read.sum")
+
+
+def probe(ncu, kwb, ws, versions, sizes, launches):
+    """Where Nsight Compute's figure and kwb's part: ncu under each cache and clock control,
+    with the SM clock it ran at and the SM cycles, beside kwb's CUPTI time."""
+    cupti = medians(run_batch(kwb, ws, sizes, {}))
+    print(f"\n{'size':>6} {'ver':>4} {'cache':>5} {'clock':>5} | {'ncu µs':>8} {'SM MHz':>7} {'SM cycles':>10} {'DRAM read':>10} | {'cupti µs':>8}")
+    for size in sizes:
+        for version, entry in versions:
+            c = cupti.get((version, size))
+            for cache, clock in (("all", "none"), ("none", "none"), ("all", "base")):
+                m = ncu_time(ncu, kwb, ws, version, entry, size, launches, cache, clock, PROBE_METRICS)
+                if not m:
+                    continue
+                mhz = m.get("sm__cycles_elapsed.avg.per_second", float("nan")) / 1e6
+                cyc = m.get("sm__cycles_elapsed.max", float("nan"))
+                dram = m.get("dram__bytes_read.sum", float("nan"))
+                print(
+                    f"{size:>6} {version:>4} {cache:>5} {clock:>5} | {m['gpu__time_duration.sum']:8.3f} "
+                    f"{mhz:7.0f} {cyc:10.0f} {dram:10.0f} | {c[0] if c else float('nan'):8.3f}",
+                    flush=True,
+                )
 
 
 def within(kwb_us, ncu_us):
@@ -168,6 +206,8 @@ def main():
     ap.add_argument("--versions", help="comma-separated versions (default: all)")
     ap.add_argument("--launches", type=int, default=15, help="launches ncu profiles per kernel")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--probe", action="store_true",
+                    help="instead of the table: ncu under each cache and clock control, with its SM clock")
     args = ap.parse_args()
     kwb = find_kwb(args.kwb)
     if not os.access(args.ncu, os.X_OK):
@@ -180,6 +220,9 @@ def main():
             keep = set(args.versions.split(","))
             versions = [v for v in versions if v[0] in keep]
         print(f"kwb: {kwb}\nncu: {args.ncu}\nworkspace: {WORKSPACE} (+64Ki)\n")
+        if args.probe:
+            probe(args.ncu, kwb, ws, versions, sizes, args.launches)
+            return
         print("kwb batch, CUPTI timer ...")
         cupti_report = run_batch(kwb, ws, sizes, {})
         print("kwb batch, KWB_TIMER=events ...")

@@ -225,8 +225,10 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     })
 }
 
-/// The copy and stream-kernel peaks over buffers of up to 1 GiB (a quarter of free memory at
-/// most, three buffers for the triad); a failure leaves that figure out, said on stderr.
+/// The copy and stream-kernel peaks over buffers of up to 1 GiB each (all of them together a
+/// little over three quarters of free memory at most): the size of the largest shipped
+/// elementwise runs (256Mi fp32), so the peak is measured where those kernels are. A failure
+/// leaves that figure out, said on stderr.
 fn measure_peaks(stream: &Stream, facts: &DeviceInfo) -> Peaks {
     let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
     let bytes = match cudarc::driver::result::mem_get_info() {
@@ -237,8 +239,7 @@ fn measure_peaks(stream: &Stream, facts: &DeviceInfo) -> Peaks {
         }
     };
     let copy = measure_copy_peak(stream, bytes).map_err(cu);
-    let kernel =
-        super::stream_peak::measure(stream, facts.sm_count, (bytes / 3) & !0xfff).map_err(cu);
+    let kernel = super::stream_peak::measure(stream, facts.sm_count, bytes).map_err(cu);
     match (&copy, &kernel) {
         (Err(e), _) => eprintln!("kwb worker: the copy peak failed: {e}"),
         (_, Err(e)) => eprintln!("kwb worker: the stream-kernel peak failed: {e}"),
