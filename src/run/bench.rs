@@ -245,14 +245,21 @@ pub fn benchmark(
 }
 
 /// The device's copy bandwidth: a large device-to-device copy, bytes read plus written, in
-/// GB/s (median of several copies after a warm-up).
-pub fn measure_copy_peak(s: &Stream, bytes: usize) -> Result<f64, CuError> {
+/// GB/s (median of several copies after a warm-up), each from a cold L2 where `flush` is given.
+pub fn measure_copy_peak(
+    s: &Stream,
+    bytes: usize,
+    flush: Option<&super::flush::L2Flush>,
+) -> Result<f64, CuError> {
     let a = DevBuf::alloc(bytes)?;
     let b = DevBuf::alloc(bytes)?;
     s.memset(&a, 1)?;
     let (start, end) = (Event::new()?, Event::new()?);
     let mut times = Vec::new();
     for i in 0..23 {
+        if let Some(f) = flush {
+            f.run(s)?;
+        }
         start.record(s)?;
         s.copy(&b, &a, bytes)?;
         end.record(s)?;

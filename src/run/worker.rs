@@ -207,7 +207,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     if !flush.reads() {
         eprintln!("kwb worker: the L2 flush kernel did not load; flushing with a memset");
     }
-    let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts));
+    let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts, &flush));
     let info = DeviceInfo {
         measured_copy_gbps: peaks.copy_gbps,
         stream_kernel_gbps: peaks.stream_kernel_gbps,
@@ -229,7 +229,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
 /// little over three quarters of free memory at most): the size of the largest shipped
 /// elementwise runs (256Mi fp32), so the peak is measured where those kernels are. A failure
 /// leaves that figure out, said on stderr.
-fn measure_peaks(stream: &Stream, facts: &DeviceInfo) -> Peaks {
+fn measure_peaks(stream: &Stream, facts: &DeviceInfo, flush: &super::flush::L2Flush) -> Peaks {
     let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
     let bytes = match cudarc::driver::result::mem_get_info() {
         Ok((free, _)) => (1usize << 30).min(free / 4) & !0xfff,
@@ -238,8 +238,9 @@ fn measure_peaks(stream: &Stream, facts: &DeviceInfo) -> Peaks {
             return Peaks::default();
         }
     };
-    let copy = measure_copy_peak(stream, bytes).map_err(cu);
-    let kernel = super::stream_peak::measure(stream, facts.sm_count, bytes).map_err(cu);
+    let copy = measure_copy_peak(stream, bytes, Some(flush)).map_err(cu);
+    let kernel =
+        super::stream_peak::measure(stream, facts.sm_count, bytes, Some(flush)).map_err(cu);
     match (&copy, &kernel) {
         (Err(e), _) => eprintln!("kwb worker: the copy peak failed: {e}"),
         (_, Err(e)) => eprintln!("kwb worker: the stream-kernel peak failed: {e}"),
