@@ -60,13 +60,12 @@ pub const HELPERS: &[(&str, &str)] = &[
     (
         "kwb_mma_f16_f16",
         r#"static __device__ __forceinline__ void kwb_mma_f16_f16(__half* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
-    __half2 lo = __halves2half2(d[0], d[1]), hi = __halves2half2(d[2], d[3]);
-    unsigned c0 = *reinterpret_cast<unsigned*>(&lo), c1 = *reinterpret_cast<unsigned*>(&hi);
+    unsigned c0 = (unsigned)__half_as_ushort(d[0]) | ((unsigned)__half_as_ushort(d[1]) << 16);
+    unsigned c1 = (unsigned)__half_as_ushort(d[2]) | ((unsigned)__half_as_ushort(d[3]) << 16);
     asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
         : "+r"(c0), "+r"(c1) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    lo = *reinterpret_cast<__half2*>(&c0);
-    hi = *reinterpret_cast<__half2*>(&c1);
-    d[0] = __low2half(lo); d[1] = __high2half(lo); d[2] = __low2half(hi); d[3] = __high2half(hi);
+    d[0] = __ushort_as_half((unsigned short)c0); d[1] = __ushort_as_half((unsigned short)(c0 >> 16));
+    d[2] = __ushort_as_half((unsigned short)c1); d[3] = __ushort_as_half((unsigned short)(c1 >> 16));
 }
 "#,
     ),
