@@ -220,6 +220,16 @@ pub enum ReduceOp {
     ArgMin,
 }
 
+/// How a [`Op::Dot`] of fp32 inputs multiplies (fp16/bf16 inputs are always exact products).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DotPrecision {
+    /// Full fp32 products (`input_precision="ieee"`, kwb's default).
+    Ieee,
+    /// The kernel allows tf32 products (`allow_tf32=True`, `input_precision="tf32"` or
+    /// `"tf32x3"`); a backend may still compute them in full fp32.
+    Tf32,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AtomicOp {
     Add,
@@ -310,6 +320,16 @@ pub enum Op {
         ptr: VarId,
         value: VarId,
         mask: Option<VarId>,
+    },
+    /// `tl.dot`: the matrix product of `a` (`[M, K]`) and `b` (`[K, N]`), both fp16, bf16 or
+    /// fp32 of one dtype, plus `acc` (`[M, N]`, of the destination's type) when given. The
+    /// products are summed in at least fp32 and the result is rounded to the destination's
+    /// dtype (fp32, or fp16 for fp16 inputs). M, N and K are powers of two, at least 16.
+    Dot {
+        a: VarId,
+        b: VarId,
+        acc: Option<VarId>,
+        precision: DotPrecision,
     },
     /// `tl.multiple_of` / `tl.max_contiguous`: the same value, with facts for vectorisation.
     /// `multiple_of` / `max_contiguous` hold one entry per dimension (one for a scalar); 1 means

@@ -266,7 +266,7 @@ impl Ck<'_> {
                 );
                 Val::None
             }
-            "dot" => self.error(span, "`tl.dot` is not supported yet"),
+            "dot" => self.dot_call(a),
             "range" | "static_range" | "py.range" => self.error(
                 span,
                 format!(

@@ -5,6 +5,7 @@
 //! (a failed expression is poisoned so it does not cascade).
 
 mod builtins;
+mod dot;
 mod emit;
 mod expr;
 mod fold;

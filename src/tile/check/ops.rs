@@ -15,6 +15,14 @@ impl Ck<'_> {
         if l == Val::Poison || r == Val::Poison {
             return Val::Poison;
         }
+        if op == BinaryOp::MatMul && !(l.is_number() && r.is_number()) {
+            let opts = super::dot::DotOptions {
+                acc: None,
+                out_dtype: None,
+                precision: crate::tile::ir::DotPrecision::Ieee,
+            };
+            return self.dot((l, span), (r, span), opts, span);
+        }
         if l.is_number() && r.is_number() {
             return match fold::binary(op, &l, &r) {
                 Ok(v) => v,
@@ -77,9 +85,7 @@ impl Ck<'_> {
                     "`**` on runtime values is not supported; multiply, or use `tl.exp2(y * tl.log2(x))`",
                 )
             }
-            BinaryOp::MatMul => {
-                return self.error(span, "`@` (matrix multiply, `tl.dot`) is not supported yet")
-            }
+            BinaryOp::MatMul => return self.error(span, "`@` (matrix multiply) needs tiles"),
         };
         self.emit_binary(bin, &l, &r, dtype, dtype, span)
     }

@@ -5,10 +5,14 @@
 //! copies, and only the first holder *owns* the element (stores, atomics, sums).
 //!
 //! Layouts are keyed by element count, not shape, so `[N]`, `[1, N]` and a reshape of either
-//! share one layout and converting between them is a plain register copy.
+//! share one layout and converting between them is a plain register copy. The exception is a
+//! `tl.dot` result and every tile that must share its layout (`unify.rs`): those take the
+//! tensor-core accumulator layout of [`Mma`], which has the same interface (flat index of a
+//! register, holder of a flat index, ownership) so the rest of the writer treats both alike.
 
-use crate::tile::ir::{Elem, Kernel, Op, Stmt, StmtKind};
-use std::collections::BTreeMap;
+use super::mma::Mma;
+use crate::tile::ir::{Elem, Kernel, Op, Stmt, StmtKind, VarId};
+use std::collections::{BTreeMap, HashMap};
 
 /// The layout of every tile with `numel` elements in one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +24,8 @@ pub struct Layout {
     pub vec: u64,
     /// Registers per thread.
     pub ept: u64,
+    /// The tensor-core accumulator layout instead of the blocked one (then `vec` is 2).
+    pub mma: Option<Mma>,
 }
 
 impl Layout {
@@ -38,6 +44,18 @@ impl Layout {
             threads,
             vec,
             ept: rounds * vec,
+            mma: None,
+        }
+    }
+
+    /// The accumulator layout of `mma` over `threads`.
+    pub fn of_mma(mma: Mma, threads: u64) -> Layout {
+        Layout {
+            numel: mma.m * mma.n,
+            threads: threads.max(1),
+            vec: 2,
+            ept: mma.ept(),
+            mma: Some(mma),
         }
     }
 
@@ -48,16 +66,25 @@ impl Layout {
 
     /// The flat index thread `t` holds in register `e`.
     pub fn flat(&self, t: u64, e: u64) -> u64 {
+        if let Some(m) = &self.mma {
+            return m.flat(t, e);
+        }
         (((e / self.vec) * self.threads + t) * self.vec + e % self.vec) % self.numel
     }
 
     /// Whether thread `t` owns (is the first holder of) its register `e`.
     pub fn owns(&self, t: u64, e: u64) -> bool {
+        if let Some(m) = &self.mma {
+            return m.owns(t);
+        }
         ((e / self.vec) * self.threads + t) * self.vec + e % self.vec < self.numel
     }
 
     /// The register of thread `t` that holds flat index `g`, if it holds it.
     pub fn holds(&self, t: u64, g: u64) -> Option<u64> {
+        if let Some(m) = &self.mma {
+            return m.holds(t, g);
+        }
         if g >= self.numel {
             return None;
         }
@@ -75,6 +102,9 @@ impl Layout {
 
     /// C expression of the flat index of register `e` (a C expression) in thread `kwb_tid`.
     pub fn flat_expr(&self, e: &str) -> String {
+        if let Some(m) = &self.mma {
+            return m.flat_expr(e);
+        }
         let run = if self.ept == self.vec {
             "kwb_tid".to_string()
         } else {
@@ -94,15 +124,21 @@ impl Layout {
 
     /// C condition: thread `kwb_tid` owns its register `e` (None when every thread owns all).
     pub fn owner_expr(&self) -> Option<String> {
+        if let Some(m) = &self.mma {
+            return self
+                .replicated()
+                .then(|| format!("kwb_tid < {}", m.active() * 32));
+        }
         // Wrapped layouts have ept == vec, so ownership does not depend on e.
         self.replicated()
             .then(|| format!("kwb_tid < {}", self.numel / self.vec))
     }
 }
 
-/// The layout of each tile size used in `k`.
+/// The layout of each tile size used in `k`, and of the tiles that take the mma layout.
 pub struct Layouts {
     by_numel: BTreeMap<u64, Layout>,
+    by_var: HashMap<VarId, Layout>,
     threads: u64,
 }
 
@@ -144,15 +180,31 @@ impl Layouts {
                 (n, Layout::new(n, threads, vec))
             })
             .collect();
-        Layouts { by_numel, threads }
+        let by_var = super::unify::mma_tiles(k)
+            .into_iter()
+            .map(|(v, m)| (v, Layout::of_mma(m, threads)))
+            .collect();
+        Layouts {
+            by_numel,
+            by_var,
+            threads,
+        }
     }
 
-    /// The layout of a tile of `numel` elements.
+    /// The layout of a blocked tile of `numel` elements.
     pub fn of(&self, numel: u64) -> Layout {
         self.by_numel
             .get(&numel)
             .copied()
             .unwrap_or_else(|| Layout::new(numel, self.threads, 4))
+    }
+
+    /// The layout of tile variable `v` of `numel` elements.
+    pub fn of_var(&self, v: VarId, numel: u64) -> Layout {
+        match self.by_var.get(&v) {
+            Some(l) => *l,
+            None => self.of(numel),
+        }
     }
 }
 

@@ -194,7 +194,7 @@ impl Writer<'_> {
     }
 
     /// 32-bit word `k` of a vector whose lane `j` is `lane(j)`.
-    fn pack(&self, s: Scalar, k: u64, lane: &dyn Fn(u64) -> String) -> String {
+    pub fn pack(&self, s: Scalar, k: u64, lane: &dyn Fn(u64) -> String) -> String {
         match s.size() {
             8 => {
                 let b = bits(s, &lane(k / 2));

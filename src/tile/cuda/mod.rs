@@ -7,12 +7,16 @@
 //! tile line instead of a panic.
 
 pub mod axis;
+mod dot;
 pub mod layout;
 mod math;
 mod memory;
+mod mma;
 mod names;
 mod reduce;
 mod relayout;
+mod remat;
+mod unify;
 mod writer;
 
 use super::ir;
@@ -36,6 +40,10 @@ pub fn write(kernels: &[ir::Kernel]) -> String {
     );
     let helpers = helpers_for(&code);
     out.push_str(&math::headers(&format!("{helpers}{code}")));
+    if code.contains(remat::MARK) {
+        // A tile recomputed in another layout may leave its first computation unused.
+        out.push_str("#pragma nv_diag_suppress 550\n");
+    }
     out.push_str(&helpers);
     out.push_str(&code);
     out
@@ -46,6 +54,7 @@ fn helpers_for(code: &str) -> String {
     let all: Vec<(&str, &str)> = math::HELPERS
         .iter()
         .chain(reduce::ARG_HELPERS)
+        .chain(dot::HELPERS)
         .copied()
         .collect();
     let mut used = vec![false; all.len()];
@@ -139,6 +148,10 @@ fn stmt_vars(s: &ir::StmtKind) -> Vec<ir::VarId> {
                 Op::PtrAdd { ptr, offset } => v.extend([*ptr, *offset]),
                 Op::Fma { a, b, c } => v.extend([*a, *b, *c]),
                 Op::Where { cond, a, b } => v.extend([*cond, *a, *b]),
+                Op::Dot { a, b, acc, .. } => {
+                    v.extend([*a, *b]);
+                    v.extend(acc.iter().copied());
+                }
                 Op::Load { ptr, mask, other } => {
                     v.push(*ptr);
                     v.extend(mask.iter().chain(other.iter()).copied());

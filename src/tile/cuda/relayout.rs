@@ -9,13 +9,13 @@ use super::writer::Writer;
 use crate::tile::ir::{Elem, Op, VarId};
 
 /// Source index of destination flat index `g`, as `sum(((g / stride) % size) * weight)`.
-struct IndexMap {
+pub struct IndexMap {
     terms: Vec<(u64, u64, u64)>,
     numel: u64,
 }
 
 impl IndexMap {
-    fn new(dst: &[u32], src: &[u32], op: &Op) -> IndexMap {
+    pub fn new(dst: &[u32], src: &[u32], op: &Op) -> IndexMap {
         let strides = |shape: &[u32]| {
             let mut s = vec![1u64; shape.len()];
             for i in (0..shape.len().saturating_sub(1)).rev() {
@@ -54,7 +54,7 @@ impl IndexMap {
             .sum()
     }
 
-    fn expr(&self, g: &str) -> String {
+    pub fn expr(&self, g: &str) -> String {
         let parts: Vec<String> = self
             .terms
             .iter()
@@ -135,7 +135,25 @@ impl Writer<'_> {
         }
         let (ld, ls) = (self.layout(dst), self.layout(src));
         let map = IndexMap::new(&self.k.ty(dst).shape, &self.k.ty(src).shape, op);
+        if let Some(x) = self.remat(src, &format!("({})", map.expr("g"))) {
+            self.line(super::remat::MARK);
+            self.line("#pragma unroll");
+            self.open(&format!("for (int e = 0; e < {}; ++e) {{", ld.ept));
+            self.line(&format!("const int g = {};", ld.flat_expr("e")));
+            self.line(&format!("{} = {x};", self.at(dst, "e")));
+            self.close("}");
+            return;
+        }
         self.through_scratch(dst, src, ld, ls, &map.expr("g"));
+    }
+
+    /// Whether the layout change `dst = op(src)` goes through shared memory.
+    pub fn relayout_needs_scratch(&self, dst: VarId, src: VarId, op: &Op) -> bool {
+        if !self.is_tile(src) || self.register_map(dst, src, op).is_some() {
+            return false;
+        }
+        let map = IndexMap::new(&self.k.ty(dst).shape, &self.k.ty(src).shape, op);
+        self.remat(src, &format!("({})", map.expr("g"))).is_none()
     }
 
     fn through_scratch(&mut self, dst: VarId, src: VarId, ld: Layout, ls: Layout, idx: &str) {

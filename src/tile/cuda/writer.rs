@@ -27,26 +27,34 @@ pub struct Writer<'k> {
     pub scratch_bytes: u64,
     /// Bytes of the per-site buffers of full reductions (each site its own region).
     pub site_bytes: u64,
+    /// Bytes of the shared staging buffers of the dots (each site its own region).
+    pub dot_bytes: u64,
+    /// Per dot site: whether it alternates between two copies of its buffers.
+    pub dot_sites: Vec<bool>,
+    /// Whether a dot site may take two copies (cleared when that would not fit).
+    pub allow_double: bool,
     /// Scalar variables assigned exactly once, by a constant.
     consts: HashMap<VarId, Const>,
+    /// How many times each variable is assigned, and its op when that is once.
+    pub defs: HashMap<VarId, (u32, Option<Op>)>,
 }
 
 impl<'k> Writer<'k> {
     pub fn new(k: &'k Kernel) -> Writer<'k> {
-        let mut counts: HashMap<VarId, (u32, Option<Const>)> = HashMap::new();
+        let mut defs: HashMap<VarId, (u32, Option<Op>)> = HashMap::new();
         super::layout::visit(&k.body, &mut |s| {
             if let StmtKind::Assign { dst, op } = &s.kind {
-                let c = counts.entry(*dst).or_insert((0, None));
+                let c = defs.entry(*dst).or_insert((0, None));
                 c.0 += 1;
-                c.1 = match op {
-                    Op::Const(v) => Some(*v),
-                    _ => None,
-                };
+                c.1 = (c.0 == 1).then(|| op.clone());
             }
         });
-        let consts = counts
-            .into_iter()
-            .filter_map(|(v, (n, c))| if n == 1 { c.map(|c| (v, c)) } else { None })
+        let consts = defs
+            .iter()
+            .filter_map(|(v, (n, op))| match op {
+                Some(Op::Const(c)) if *n == 1 => Some((*v, *c)),
+                _ => None,
+            })
             .collect();
         Writer {
             k,
@@ -58,7 +66,11 @@ impl<'k> Writer<'k> {
             file: c_string(&k.file.display().to_string()),
             scratch_bytes: 0,
             site_bytes: 0,
+            dot_bytes: 0,
+            dot_sites: Vec::new(),
+            allow_double: true,
             consts,
+            defs,
         }
     }
 
@@ -102,7 +114,7 @@ impl<'k> Writer<'k> {
 
     /// The layout of tile `v`.
     pub fn layout(&self, v: VarId) -> Layout {
-        self.layouts.of(self.k.ty(v).numel())
+        self.layouts.of_var(v, self.k.ty(v).numel())
     }
 
     /// Element `e` of `v` (a scalar is the same in every register).
@@ -139,6 +151,13 @@ impl<'k> Writer<'k> {
         let k = self.k;
         let body_stmts = k.body.clone();
         self.block(&body_stmts);
+        let smem = self.scratch_bytes + self.site_bytes + self.dot_bytes;
+        if smem > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
+            // The dots' second copies took too much: write it again with one copy each.
+            let mut again = Writer::new(k);
+            again.allow_double = false;
+            return again.kernel();
+        }
         let mut head = String::new();
         let facts: Vec<String> = k
             .params
@@ -173,14 +192,25 @@ impl<'k> Writer<'k> {
             params.join(", ")
         );
         head.push_str("    const int kwb_tid = threadIdx.x;\n");
-        if self.scratch_bytes + self.site_bytes > SMEM_LIMIT {
+        if smem > SMEM_LIMIT {
             let _ = writeln!(
                 head,
-                "#error \"kwb tile: kernel `{}` needs {} bytes of shared memory for layout changes \
-                 and reductions, above the 48 KiB a program gets (use smaller tiles)\"",
-                k.name,
-                self.scratch_bytes + self.site_bytes
+                "#error \"kwb tile: kernel `{}` needs {} bytes of shared memory for dots, layout \
+                 changes and reductions, above the 48 KiB a program gets (use smaller tiles)\"",
+                k.name, smem
             );
+        }
+        if self.dot_bytes > 0 {
+            let _ = writeln!(
+                head,
+                "    __shared__ __align__(16) unsigned char kwb_dot[{}];",
+                self.dot_bytes
+            );
+        }
+        for (i, double) in self.dot_sites.iter().enumerate() {
+            if *double {
+                let _ = writeln!(head, "    int kwb_dotbuf_{i} = 0;");
+            }
         }
         if self.scratch_bytes > 0 {
             let _ = writeln!(
@@ -204,7 +234,7 @@ impl<'k> Writer<'k> {
             }
             let t = c_elem(v.ty.elem);
             if v.ty.is_tile() {
-                let ept = self.layouts.of(v.ty.numel()).ept;
+                let ept = self.layouts.of_var(id, v.ty.numel()).ept;
                 let _ = writeln!(head, "    {t} {}[{ept}];", self.name(id));
             } else {
                 let _ = writeln!(head, "    {t} {};", self.name(id));
@@ -400,6 +430,7 @@ impl<'k> Writer<'k> {
             }
             Op::Load { ptr, mask, other } => self.load(dst, *ptr, *mask, *other, line),
             Op::Reduce { op, src, axis } => self.reduce(dst, *op, *src, *axis, line),
+            Op::Dot { a, b, acc, .. } => self.dot(dst, *a, *b, *acc, line),
             Op::Atomic {
                 op,
                 ptr,
@@ -448,9 +479,10 @@ impl<'k> Writer<'k> {
     pub fn uses_scratch(&self, dst: VarId, op: &Op) -> bool {
         match op {
             Op::Reduce { .. } => self.is_tile(dst),
-            Op::Broadcast(src) | Op::Permute { src, .. } => {
-                self.register_map(dst, *src, op).is_none()
-            }
+            Op::Broadcast(src)
+            | Op::Permute { src, .. }
+            | Op::Reshape(src)
+            | Op::ExpandDims { src, .. } => self.relayout_needs_scratch(dst, *src, op),
             _ => false,
         }
     }

@@ -5,7 +5,7 @@
 //! of a hang.
 
 use super::value::Data;
-use super::{elementwise, memory, shape, Fault};
+use super::{dot, elementwise, memory, shape, Fault};
 use crate::tile::ir::{Elem, Kernel, Op, Scalar, Stmt, StmtKind, Type, VarId};
 use crate::tile::InterpBuffer;
 
@@ -307,6 +307,7 @@ fn eval(ctx: &mut Ctx, env: &Env, ty: &Type, op: &Op, out: &mut Data) -> Result<
             value,
             mask,
         } => return memory::atomic(ctx, env, *op, *ptr, *value, *mask, out),
+        Op::Dot { a, b, acc, .. } => return dot::dot(env, *a, *b, *acc, ty, out),
     }?;
     Ok(n)
 }
@@ -333,5 +334,6 @@ fn reads(op: &Op, v: VarId) -> bool {
         Op::Atomic {
             ptr, value, mask, ..
         } => *ptr == v || *value == v || *mask == Some(v),
+        Op::Dot { a, b, acc, .. } => *a == v || *b == v || *acc == Some(v),
     }
 }

@@ -9,6 +9,7 @@
 //! a program each op is evaluated over its whole tile in one loop (see [`value`] for how values
 //! are held).
 
+mod dot;
 mod elementwise;
 mod exec;
 mod math;

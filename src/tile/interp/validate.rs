@@ -352,6 +352,26 @@ impl<'k> Validator<'k> {
                 }
                 Ok(())
             }
+            Op::Dot { a, b, acc, .. } => {
+                let (at, bt) = (self.ty(*a)?, self.ty(*b)?);
+                let floats = [*a, *b, dst].iter().try_fold(true, |ok, v| {
+                    Ok::<_, Fault>(ok && self.scalar_elem(*v)?.is_float())
+                })?;
+                let shapes = match (at.shape.as_slice(), bt.shape.as_slice()) {
+                    (&[m, k], &[k2, n]) => k == k2 && d.shape == [m, n],
+                    _ => false,
+                };
+                if !floats || !shapes {
+                    return Err(bad(format!(
+                        "a dot of {:?} and {:?} into {:?}",
+                        at.shape, bt.shape, d.shape
+                    )));
+                }
+                match acc {
+                    Some(c) if self.ty(*c)? != d => Err(bad("a dot accumulator of another type")),
+                    _ => Ok(()),
+                }
+            }
         }
     }
 }

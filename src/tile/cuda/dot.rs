@@ -1,0 +1,248 @@
+//! `tl.dot`. Both operands are staged into shared memory from whatever layout they are in
+//! (vector stores of each thread's runs, rows padded by 16 bytes so that the eight rows one
+//! `ldmatrix` phase reads fall in eight different bank groups). The result is in the mma
+//! accumulator layout (`mma.rs`), each warp owning a block of 16 x 8 tiles.
+//!
+//! - fp16/bf16: per 16-deep slice of K, each warp reads its A fragments with `ldmatrix.x4` and
+//!   its B fragments with `ldmatrix.x4.trans` (B lies k-major in shared memory, as in global
+//!   memory), then issues `mma.sync.aligned.m16n8k16.row.col` per tile: fp32 accumulators, or
+//!   fp16 ones for an fp16 result of fp16 inputs.
+//! - fp32: fused multiply-adds from shared memory (exact fp32 products; a request for tf32 is
+//!   met with full precision).
+//!
+//! Each dot site has its own region of `kwb_dot`. When two copies fit, the site alternates
+//! between them, so one barrier per dot suffices (a warp writing copy `i + 1` has passed the
+//! barrier of copy `i`, which every warp reached only after reading copy `i - 1`); otherwise a
+//! second barrier ends the dot.
+
+use super::layout::Layout;
+use super::names::{c_scalar, elem_scalar};
+use super::writer::{Writer, SMEM_LIMIT};
+use crate::tile::ir::{Scalar, VarId};
+
+/// Device helpers for the tensor-core path, by name.
+pub const HELPERS: &[(&str, &str)] = &[
+    (
+        "kwb_smem",
+        r#"static __device__ __forceinline__ unsigned kwb_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+"#,
+    ),
+    (
+        "kwb_ldsm_x4",
+        r#"static __device__ __forceinline__ void kwb_ldsm_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+"#,
+    ),
+    (
+        "kwb_ldsm_x4_trans",
+        r#"static __device__ __forceinline__ void kwb_ldsm_x4_trans(unsigned (&b0)[2], unsigned (&b1)[2], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(b0[0]), "=r"(b0[1]), "=r"(b1[0]), "=r"(b1[1]) : "r"(addr));
+}
+"#,
+    ),
+    (
+        "kwb_mma_f16_f32",
+        r#"static __device__ __forceinline__ void kwb_mma_f16_f32(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+"#,
+    ),
+    (
+        "kwb_mma_bf16_f32",
+        r#"static __device__ __forceinline__ void kwb_mma_bf16_f32(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+"#,
+    ),
+    (
+        "kwb_mma_f16_f16",
+        r#"static __device__ __forceinline__ void kwb_mma_f16_f16(__half* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
+    unsigned c0 = (unsigned)__half_as_ushort(d[0]) | ((unsigned)__half_as_ushort(d[1]) << 16);
+    unsigned c1 = (unsigned)__half_as_ushort(d[2]) | ((unsigned)__half_as_ushort(d[3]) << 16);
+    asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+        : "+r"(c0), "+r"(c1) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    d[0] = __ushort_as_half((unsigned short)c0); d[1] = __ushort_as_half((unsigned short)(c0 >> 16));
+    d[2] = __ushort_as_half((unsigned short)c1); d[3] = __ushort_as_half((unsigned short)(c1 >> 16));
+}
+"#,
+    ),
+];
+
+/// Shared-memory row padding, in bytes.
+const PAD_BYTES: u64 = 16;
+
+impl Writer<'_> {
+    pub fn dot(&mut self, dst: VarId, a: VarId, b: VarId, acc: Option<VarId>, line: u32) {
+        let (ash, bsh) = (self.k.ty(a).shape.clone(), self.k.ty(b).shape.clone());
+        let (&[m, k], &[_, n]) = (ash.as_slice(), bsh.as_slice()) else {
+            self.unsupported("a dot of tiles that are not 2-D", line);
+            return;
+        };
+        let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
+        let ld = self.layout(dst);
+        let Some(mma) = ld.mma else {
+            self.unsupported("a dot whose result is not in the mma layout", line);
+            return;
+        };
+        let sin = elem_scalar(self.k, a);
+        let sout = elem_scalar(self.k, dst);
+        let size = u64::from(sin.size());
+        let pad = PAD_BYTES / size;
+        let (lda, ldb) = (k + pad, n + pad);
+        let a_elems = m * lda;
+        let stage = (a_elems + k * ldb) * size;
+        // Two copies when they fit beside everything else, else one and a closing barrier.
+        let used = self.scratch_bytes + self.site_bytes + self.dot_bytes;
+        let double = self.allow_double && used + 2 * stage <= SMEM_LIMIT;
+        let copies = if double { 2 } else { 1 };
+        let site = self.dot_sites.len();
+        let off = self.dot_bytes;
+        self.dot_bytes += copies * stage;
+        self.dot_sites.push(double);
+        let t = c_scalar(sin);
+        let tensor = matches!(sin, Scalar::F16 | Scalar::BF16);
+        self.line(&format!(
+            "// tl.dot [{m}, {k}] @ [{k}, {n}] -> {}: {}; warps {} x {}, each {} x {}",
+            sout.triton_name(),
+            if tensor {
+                "mma.sync m16n8k16 fed by ldmatrix"
+            } else {
+                "fp32 fma"
+            },
+            mma.warps_m,
+            mma.warps_n,
+            mma.warp_rows(),
+            mma.warp_cols()
+        ));
+        self.open("{");
+        let buf = if double {
+            format!(" + kwb_dotbuf_{site} * {stage}")
+        } else {
+            String::new()
+        };
+        self.line(&format!(
+            "{t}* kwb_da = reinterpret_cast<{t}*>(kwb_dot + {off}{buf});"
+        ));
+        self.line(&format!("{t}* kwb_db = kwb_da + {a_elems};"));
+        self.stage(a, "kwb_da", k, lda);
+        self.stage(b, "kwb_db", n, ldb);
+        self.line("__syncthreads();");
+        match acc {
+            Some(c) if c != dst => self.each(dst, |w, e| w.at(c, e)),
+            Some(_) => {}
+            None => {
+                let zero = super::names::literal(sout, crate::tile::ir::Const::Int(0));
+                self.each(dst, |_, _| zero.clone());
+            }
+        }
+        let d = self.name(dst).to_string();
+        if tensor {
+            let mma_fn = match (sin, sout) {
+                (Scalar::BF16, _) => "kwb_mma_bf16_f32",
+                (_, Scalar::F16) => "kwb_mma_f16_f16",
+                _ => "kwb_mma_f16_f32",
+            };
+            let (mt, nt) = (mma.mt, mma.nt);
+            self.line("const int kwb_lane = kwb_tid % 32;");
+            let w = if mma.active() == 1 {
+                "0".to_string()
+            } else {
+                format!("(kwb_tid / 32) % {}", mma.active())
+            };
+            self.line(&format!("const int kwb_w = {w};"));
+            self.line(&format!(
+                "const unsigned kwb_sa = kwb_smem(kwb_da + ((kwb_w / {}) * {} + kwb_lane % 16) * {lda} + (kwb_lane / 16) * 8);",
+                mma.warps_n,
+                mma.warp_rows()
+            ));
+            self.line(&format!(
+                "const unsigned kwb_sb = kwb_smem(kwb_db + (kwb_lane % 16) * {ldb} + (kwb_w % {}) * {} + (kwb_lane / 16) * 8);",
+                mma.warps_n,
+                mma.warp_cols()
+            ));
+            self.line("#pragma unroll");
+            self.open(&format!("for (int kk = 0; kk < {k}; kk += 16) {{"));
+            self.line(&format!("unsigned kwb_af[{mt}][4];"));
+            self.line(&format!("unsigned kwb_bf[{nt}][2];"));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int i = 0; i < {mt}; ++i) kwb_ldsm_x4(kwb_af[i], kwb_sa + (i * {} + kk) * {size});",
+                16 * lda
+            ));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int j = 0; j < {nt}; j += 2) kwb_ldsm_x4_trans(kwb_bf[j], kwb_bf[j + 1], kwb_sb + (kk * {ldb} + j * 8) * {size});"
+            ));
+            self.line("#pragma unroll");
+            self.open(&format!("for (int i = 0; i < {mt}; ++i) {{"));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int j = 0; j < {nt}; ++j) {mma_fn}(&{d}[(i * {nt} + j) * 4], kwb_af[i], kwb_bf[j]);"
+            ));
+            self.close("}");
+            self.close("}");
+        } else {
+            let (row, col) = mma.coord_expr("e");
+            self.line("#pragma unroll 4");
+            self.open(&format!("for (int kk = 0; kk < {k}; ++kk) {{"));
+            self.line("#pragma unroll");
+            self.line(&format!(
+                "for (int e = 0; e < {}; ++e) {d}[e] = fmaf(kwb_da[({row}) * {lda} + kk], kwb_db[kk * {ldb} + {col}], {d}[e]);",
+                ld.ept
+            ));
+            self.close("}");
+        }
+        if double {
+            self.line(&format!("kwb_dotbuf_{site} ^= 1;"));
+        } else {
+            self.line("__syncthreads();");
+        }
+        self.close("}");
+    }
+
+    /// Writes tile `x` (`[rows, cols]`, any layout) row-major into shared memory at `base`,
+    /// rows `ld` elements apart: each owned run of registers as one vector store.
+    fn stage(&mut self, x: VarId, base: &str, cols: u64, ld: u64) {
+        let l: Layout = self.layout(x);
+        let s = elem_scalar(self.k, x);
+        let size = u64::from(s.size());
+        let mut w = l.vec.min(16 / size).min(cols).max(1);
+        if w * size < 4 {
+            w = 1;
+        }
+        let owner = l
+            .owner_expr()
+            .map(|o| format!("if ({o}) "))
+            .unwrap_or_default();
+        let f = l.flat_expr("e");
+        let at = format!("{base}[(kwb_f / {cols}) * {ld} + kwb_f % {cols}]");
+        self.line("#pragma unroll");
+        self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
+        self.line(&format!("const int kwb_f = {f};"));
+        if w == 1 {
+            self.line(&format!("{owner}{at} = {};", self.at(x, "e")));
+        } else {
+            let lane = |j: u64| {
+                if j == 0 {
+                    "e".to_string()
+                } else {
+                    format!("e + {j}")
+                }
+            };
+            let words = (w * size / 4) as usize;
+            let packed: Vec<String> = (0..words)
+                .map(|i| self.pack(s, i as u64, &|j| self.at(x, &lane(j))))
+                .collect();
+            let (ty, v) = match words {
+                4 => ("uint4", format!("make_uint4({})", packed.join(", "))),
+                2 => ("uint2", format!("make_uint2({})", packed.join(", "))),
+                _ => ("unsigned", packed.join("")),
+            };
+            self.line(&format!("{owner}*reinterpret_cast<{ty}*>(&{at}) = {v};"));
+        }
+        self.close("}");
+    }
+}

@@ -1,0 +1,283 @@
+//! `tl.dot` end to end: one Triton-style tiled matmul source, specialised for fp16, bf16 and
+//! fp32 inputs, fp32 and fp16 accumulators, `acc=` and `acc +=` forms, elementwise work on the
+//! result, several tile shapes and warp counts, and sizes with partial tiles on every axis
+//! (masked K tails). Each is run by the interpreter, which must match a plain f64 reference,
+//! and its generated CUDA is compiled by NVRTC and run in kwb's PTX emulator (tensor-core
+//! `mma.sync` and `ldmatrix` included), which must match the interpreter. The inputs are small
+//! multiples of 1/4, so every product and partial sum is exact in every accumulator here, and
+//! all three must agree exactly. The fp16 case also has a golden file of its CUDA.
+
+mod support;
+
+use kwb::tile::{ArgKind, ConstValue, InterpArg, InterpBuffer, KernelRequest};
+use kwb::workspace::DType;
+
+const SOURCE: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+       MODE: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * N + rn[None, :]
+    if MODE == 1:
+        acc = tl.zeros((BM, BN), dtype=tl.float16)
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        if MODE == 0:
+            acc = tl.dot(a, b, acc)
+        elif MODE == 1:
+            acc = tl.dot(a, b, acc=acc, out_dtype=tl.float16)
+        elif MODE == 2:
+            acc += tl.dot(a, b)
+        else:
+            acc = tl.dot(a, b, acc, allow_tf32=True)
+        a_ptrs += BK
+        b_ptrs += BK * N
+    if MODE == 2:
+        acc = tl.maximum(acc * 0.5 + 1.0, 0.0)
+    c_ptrs = c_ptr + rm[:, None] * N + rn[None, :]
+    tl.store(c_ptrs, acc.to(tl.float32), mask=(rm[:, None] < M) & (rn[None, :] < N))
+"#;
+
+/// One specialisation and problem.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    dtype: DType,
+    mode: i64,
+    tile: [i64; 3],
+    warps: u32,
+    size: [usize; 3],
+}
+
+fn request(c: &Case) -> KernelRequest {
+    let int = ArgKind::Int {
+        fits_i32: true,
+        divisible_by_16: false,
+    };
+    let [bm, bn, bk] = c.tile;
+    KernelRequest {
+        name: "mm".into(),
+        args: vec![
+            ArgKind::Pointer(c.dtype),
+            ArgKind::Pointer(c.dtype),
+            ArgKind::Pointer(DType::F32),
+            int.clone(),
+            int.clone(),
+            int,
+        ],
+        constexprs: [("BM", bm), ("BN", bn), ("BK", bk), ("MODE", c.mode)]
+            .iter()
+            .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
+            .collect(),
+        num_warps: c.warps,
+    }
+}
+
+/// Small multiples of 1/4 in [-1, 1]: exact in fp16, bf16 and fp32.
+fn values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7 + seed * 3) % 9) as f32 - 4.0) / 4.0)
+        .collect()
+}
+
+fn bytes(d: DType, v: &[f32]) -> Vec<u8> {
+    v.iter()
+        .flat_map(|&x| match d {
+            DType::F16 => half::f16::from_f32(x).to_le_bytes().to_vec(),
+            DType::BF16 => half::bf16::from_f32(x).to_le_bytes().to_vec(),
+            _ => x.to_le_bytes().to_vec(),
+        })
+        .collect()
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4)
+        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect()
+}
+
+/// C as the kernel defines it, in f64.
+fn reference(c: &Case, a: &[f32], b: &[f32]) -> Vec<f32> {
+    let [m, n, k] = c.size;
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k)
+                .map(|t| f64::from(a[i * k + t]) * f64::from(b[t * n + j]))
+                .sum();
+            let s = if c.mode == 2 {
+                (s * 0.5 + 1.0).max(0.0)
+            } else {
+                s
+            };
+            out[i * n + j] = s as f32;
+        }
+    }
+    out
+}
+
+fn grid(c: &Case) -> [u32; 3] {
+    let [m, n, _] = c.size;
+    let [bm, bn, _] = c.tile;
+    [
+        m.div_ceil(bm as usize) as u32,
+        n.div_ceil(bn as usize) as u32,
+        1,
+    ]
+}
+
+/// Compiles `c`, checks the interpreter against the reference, and returns the CUDA and the
+/// interpreter's C.
+fn interpret(c: &Case) -> (String, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let path = std::path::Path::new("tests/tile/dot_cases.tile");
+    let compiled = kwb::tile::compile(path, SOURCE, &[request(c)]);
+    assert!(
+        !compiled.cuda.is_empty(),
+        "{c:?}: {}",
+        kwb::diag::render_all(&compiled.diagnostics)
+    );
+    let [m, n, k] = c.size;
+    let (a, b) = (values(m * k, 1), values(k * n, 2));
+    let mut bufs = vec![
+        InterpBuffer {
+            name: "a".into(),
+            dtype: c.dtype,
+            bytes: bytes(c.dtype, &a),
+        },
+        InterpBuffer {
+            name: "b".into(),
+            dtype: c.dtype,
+            bytes: bytes(c.dtype, &b),
+        },
+        InterpBuffer {
+            name: "c".into(),
+            dtype: DType::F32,
+            bytes: vec![0; m * n * 4],
+        },
+    ];
+    let args = [
+        InterpArg::Buffer(0),
+        InterpArg::Buffer(1),
+        InterpArg::Buffer(2),
+        InterpArg::Int(m as i64),
+        InterpArg::Int(n as i64),
+        InterpArg::Int(k as i64),
+    ];
+    kwb::tile::interp::run(&compiled.kernels[0], grid(c), &args, &mut bufs)
+        .unwrap_or_else(|e| panic!("{c:?}: the interpreter failed: {}", e.message));
+    let got = f32s(&bufs[2].bytes);
+    assert_eq!(got, reference(c, &a, &b), "{c:?}: interpreter vs reference");
+    (compiled.cuda, a, b, got)
+}
+
+/// Runs the generated CUDA in the PTX emulator; C, or None without NVRTC.
+fn emulate(c: &Case, cuda: &str, a: &[f32], b: &[f32]) -> Option<(Vec<f32>, String)> {
+    let nvrtc = match kwb::compile::nvrtc::nvrtc() {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("skipping the emulator half: NVRTC not found ({e})");
+            return None;
+        }
+    };
+    let arch = kwb::compile::Arch::parse("sm_90").expect("sm_90");
+    let out = nvrtc
+        .compile("dot.cu", cuda, &nvrtc.base_options(arch))
+        .expect("NVRTC runs");
+    assert!(
+        out.ok,
+        "{c:?}: NVRTC rejected the code:\n{}\n{cuda}",
+        out.log
+    );
+    let module = kwb::emu::Module::parse(&out.ptx).expect("the emulator reads the PTX");
+    let [m, n, _] = c.size;
+    let mut mem = kwb::emu::Memory::new();
+    let init = kwb::emu::InitState::Initialized;
+    let aa = mem.alloc("a", &bytes(c.dtype, a), init);
+    let ba = mem.alloc("b", &bytes(c.dtype, b), init);
+    let ca = mem.alloc("c", &vec![0u8; m * n * 4], init);
+    let [bm, bn, bk] = c.size.map(|x| x as u64);
+    let launch = kwb::emu::Launch {
+        entry: "mm",
+        grid: grid(c),
+        block: [c.warps * 32, 1, 1],
+        dynamic_shared: 0,
+        params: &[aa, ba, ca, bm, bn, bk],
+    };
+    let report = kwb::emu::run(&module, &launch, &mut mem, &Default::default())
+        .unwrap_or_else(|e| panic!("{c:?}: the emulator failed: {e:?}"));
+    assert!(report.findings.is_empty(), "{c:?}: {:?}", report.findings);
+    Some((f32s(&mem.read(ca, m * n * 4)), out.ptx))
+}
+
+fn case(dtype: DType, mode: i64, tile: [i64; 3], warps: u32, size: [usize; 3]) -> Case {
+    Case {
+        dtype,
+        mode,
+        tile,
+        warps,
+        size,
+    }
+}
+
+#[test]
+fn dots_agree_in_the_interpreter_and_the_emulator() {
+    use DType::{BF16, F16, F32};
+    let cases = [
+        // fp16 -> fp32, partial tiles on every axis, 3 K steps (the last masked).
+        case(F16, 0, [32, 32, 16], 4, [40, 24, 40]),
+        // fp16 accumulators.
+        case(F16, 1, [32, 32, 16], 4, [40, 24, 40]),
+        // `acc += tl.dot(a, b)` and elementwise work on the result.
+        case(F16, 2, [32, 32, 32], 4, [33, 40, 50]),
+        case(BF16, 0, [32, 32, 16], 4, [40, 24, 40]),
+        // fp32 (tf32 allowed, computed in full fp32).
+        case(F32, 3, [32, 32, 16], 4, [40, 24, 40]),
+        // 8 warps as 2 x 4, 32 x 16 each.
+        case(F16, 0, [64, 64, 32], 8, [70, 50, 72]),
+        // A 16 x 16 tile: one warp owns it, the other three hold copies.
+        case(F16, 0, [16, 16, 16], 4, [20, 18, 20]),
+        // Tall and wide tiles.
+        case(F16, 0, [16, 64, 16], 2, [20, 70, 16]),
+        case(BF16, 2, [64, 16, 16], 2, [70, 20, 33]),
+    ];
+    for c in &cases {
+        let (cuda, a, b, want) = interpret(c);
+        let Some((got, ptx)) = emulate(c, &cuda, &a, &b) else {
+            continue;
+        };
+        assert_eq!(got, want, "{c:?}: emulator vs interpreter");
+        let tensor = c.dtype != F32;
+        assert_eq!(
+            ptx.contains("mma.sync.aligned.m16n8k16"),
+            tensor,
+            "{c:?}: tensor cores used iff fp16/bf16"
+        );
+        if tensor {
+            assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4.trans"), "{c:?}");
+        }
+        if c.dtype == BF16 {
+            assert!(ptx.contains(".bf16.bf16"), "{c:?}");
+        }
+        if c.mode == 1 {
+            assert!(ptx.contains(".f16.f16.f16.f16"), "{c:?}");
+        }
+    }
+}
+
+#[test]
+fn the_fp16_dot_kernel_matches_its_golden() {
+    let c = case(DType::F16, 0, [32, 32, 16], 4, [40, 24, 40]);
+    let (cuda, ..) = interpret(&c);
+    support::assert_golden(&support::repo().join("tests/tile/ok_dot_f16.cu"), &cuda);
+    // The accumulator never leaves registers: no staging of it through shared memory.
+    assert!(cuda.contains("kwb_mma_f16_f32("), "{cuda}");
+    assert!(!cuda.contains("kwb_scratch"), "{cuda}");
+}
