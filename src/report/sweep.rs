@@ -291,3 +291,132 @@ fn align(header: &[String], rows: &[Vec<String>], axes: usize) -> String {
     }
     out
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::json::{from_json, to_json};
+    use crate::report::table::tests::{sample_report, stats};
+    use crate::run::stats::StopReason;
+
+    /// A result of configuration `values` of sweep `v9`, timed at `us` (skipped when `None`).
+    fn config(values: &[(&str, &str)], size: &str, us: Option<f64>, default: bool) -> RunResult {
+        let values: IndexMap<String, String> = values
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut r = RunResult::new(
+            format!(
+                "v9[{}]",
+                values
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            size,
+            Status::Ok,
+        );
+        r.bytes = Some(12_000_000);
+        match us {
+            Some(us) => r.set_timing(stats(us, 0.01, 100), StopReason::Converged, None),
+            None => {
+                r.status = Status::Skipped;
+                r.message = Some("this configuration cannot launch: 2048 threads".into());
+            }
+        }
+        r.sweep = Some(SweepMark {
+            parent: "v9".into(),
+            values,
+            default,
+            best: false,
+        });
+        r
+    }
+
+    /// A report with a one-axis sweep at two sizes next to an ordinary version.
+    pub fn swept_report() -> BatchReport {
+        let mut report = sample_report();
+        report.results.truncate(1);
+        for (size, times, rule) in [
+            ("1M", [Some(10.0), Some(8.0), Some(12.0), None], 0),
+            ("16M", [Some(80.0), Some(70.0), Some(64.0), None], 2),
+        ] {
+            for (i, (block, us)) in ["256", "512", "1024", "2048"].iter().zip(times).enumerate() {
+                report
+                    .results
+                    .push(config(&[("block", block)], size, us, i == rule));
+            }
+        }
+        report.sweeps = summarize(&mut report.results);
+        report
+    }
+
+    #[test]
+    fn the_best_is_marked_and_the_spread_and_the_rule_are_summed_up() {
+        let report = swept_report();
+        let best: Vec<&str> = report
+            .results
+            .iter()
+            .filter(|r| r.sweep.as_ref().is_some_and(|m| m.best))
+            .map(|r| r.version.as_str())
+            .collect();
+        assert_eq!(best, ["v9[block=512]", "v9[block=1024]"]);
+        let s = &report.sweeps[1];
+        assert_eq!((s.parent.as_str(), s.size.as_str()), ("v9", "16M"));
+        assert_eq!(s.axes, ["block"]);
+        assert_eq!((s.configs, s.timed, s.skipped, s.failed), (4, 3, 1, 0));
+        assert_eq!(s.best.as_deref(), Some("v9[block=1024]"));
+        assert_eq!(s.worst.as_deref(), Some("v9[block=256]"));
+        assert_eq!(s.spread, Some(80.0 / 64.0));
+        assert_eq!(s.default.as_deref(), Some("v9[block=1024]"));
+        assert_eq!(s.default_slower_pct, Some(0.0));
+        assert_eq!(report.sweeps[0].default_slower_pct, Some(25.0));
+    }
+
+    #[test]
+    fn sweep_fields_round_trip_through_json_and_are_absent_without_a_sweep() {
+        let report = swept_report();
+        let text = to_json(&report);
+        assert!(text.contains("\"sweeps\": ["), "{text}");
+        assert!(
+            text.contains(
+                "\"sweep\": {\n        \"parent\": \"v9\",\n        \"values\": {\n          \"block\": \"256\"\n        },\n        \"default\": true\n      }"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\"spread\": 1.5,"), "{text}");
+        assert_eq!(from_json(&text).unwrap(), report);
+        let plain = to_json(&sample_report());
+        assert!(!plain.contains("sweep"), "{plain}");
+    }
+
+    #[test]
+    fn the_table_has_a_section_per_sweep_and_size() {
+        let text = crate::report::table::render(&swept_report(), &[]);
+        let section = &text[text.find("\nsweep v9 @ 1M").expect("a sweep section")..];
+        let expected = "
+sweep v9 @ 1M: 4 configurations, 1 skipped; best block=512 8.000 µs, worst block=1024 12.00 µs, spread 1.50×; the rule's block=256 is 25.0% slower
+block | time (µs median) |   GB/s | vs best |
+------+------------------+--------+---------+-----
+256   |            10.00 | 1200.0 |  +25.0% | rule
+512   |            8.000 | 1500.0 |       - | best
+1024  |            12.00 | 1000.0 |  +50.0% |
+2048  | skipped: this configuration cannot launch: 2048 threads
+
+sweep v9 @ 16M: 4 configurations, 1 skipped; best block=1024 64.00 µs, worst block=256 80.00 µs, spread 1.25×; the rule's block=1024 is the best
+block | time (µs median) |  GB/s | vs best |
+------+------------------+-------+---------+-----------
+256   |            80.00 | 150.0 |  +25.0% |
+512   |            70.00 | 171.4 |   +9.4% |
+1024  |            64.00 | 187.5 |       - | best, rule
+2048  | skipped: this configuration cannot launch: 2048 threads
+";
+        assert_eq!(section, expected);
+        let md = crate::report::markdown::render(&swept_report(), &[]);
+        assert!(
+            md.contains("#### Sweeps\n\n```text\nsweep v9 @ 1M: "),
+            "{md}"
+        );
+    }
+}
