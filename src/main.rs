@@ -120,8 +120,9 @@ struct BatchArgs {
     /// Only these problem sizes (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<String>,
-    /// Only these versions (comma-separated names).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these versions (comma-separated names; a swept version's name selects all its
+    /// configurations, and one configuration is named like `v8[num_warps=4,BLOCK=1024]`).
+    #[arg(long)]
     versions: Vec<String>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     format: ReportFormat,
@@ -351,7 +352,8 @@ fn run_inspect(args: InspectArgs) -> i32 {
         return exit::USAGE;
     }
     if !args.versions.is_empty() {
-        let known: Vec<String> = ws.versions.iter().map(|v| v.name.clone()).collect();
+        let mut known: Vec<String> = ws.sweeps.iter().map(|s| s.parent.clone()).collect();
+        known.extend(ws.versions.iter().map(|v| v.name.clone()));
         if let Some(bad) = args.versions.iter().find(|v| !known.contains(v)) {
             eprintln!(
                 "error: --version {bad}: no such version; versions: {}",
@@ -359,7 +361,9 @@ fn run_inspect(args: InspectArgs) -> i32 {
             );
             return exit::USAGE;
         }
-        ws.versions.retain(|v| args.versions.contains(&v.name));
+        ws.versions.retain(|v| {
+            args.versions.contains(&v.name) || args.versions.iter().any(|a| a == v.family())
+        });
     }
     let arch = match resolve_arch(args.arch.as_deref(), &ws) {
         Ok(a) => a,
@@ -437,7 +441,7 @@ fn run_batch(a: BatchArgs) -> i32 {
     };
     let opts = BatchOptions {
         sizes: a.sizes,
-        versions: a.versions,
+        versions: kwb::batch::split_names(&a.versions),
         mode: match a.mode {
             ModeArg::Cold => BenchMode::Cold,
             ModeArg::Hot => BenchMode::Hot,

@@ -65,7 +65,11 @@ pub fn run_cpu(
     };
     let compiler = Compiler::new(arch, cache).map_err(|e| BatchError::Compile(e.to_string()))?;
     let compiled = compiler.compile_workspace(ws);
-    let compile_errors = compiled.iter().any(|c| !c.ok);
+    let config_failures = super::sweep::config_compile_failures(ws, &compiled);
+    let compile_errors = compiled
+        .iter()
+        .zip(&config_failures)
+        .any(|(c, skip)| !c.ok && !skip);
     let bench = BenchSpec {
         check: true,
         benchmark: false,
@@ -93,12 +97,16 @@ pub fn run_cpu(
             seed: size_seed(seed0, size_index),
             bench: bench.clone(),
         };
-        for (v, c) in ws.versions.iter().zip(&compiled) {
+        for ((v, c), config_failure) in ws.versions.iter().zip(&compiled).zip(&config_failures) {
             id += 1;
             progress.start(&v.name, &size.name);
-            let r = RunResult::new(&v.name, &size.name, Status::Ok);
+            let r = super::sweep::new_result(ws, v, size);
             if !c.ok {
-                results.push(compile_failure(r, c));
+                results.push(if *config_failure {
+                    super::sweep::skipped_compile(r, c)
+                } else {
+                    compile_failure(r, c)
+                });
                 continue;
             }
             let c = c.for_size(&size.name);
@@ -109,9 +117,7 @@ pub fn run_cpu(
             let job = match plan_job(ws, v, c, size, arch.spec(), reference, id, &plan) {
                 Ok(j) => j,
                 Err(e) => {
-                    r.status = Status::Error;
-                    r.message = Some(e.to_string());
-                    results.push(r);
+                    results.push(super::sweep::plan_failure(r, v, e.to_string()));
                     continue;
                 }
             };

@@ -12,8 +12,10 @@ use crate::workspace::Workspace;
 use std::io::{IsTerminal, Write};
 
 mod cpu;
+mod sweep;
 pub(crate) use cpu::{cpu_code, fill as fill_cpu_result};
 pub use cpu::{run_cpu, CpuEngine};
+pub use sweep::split_names;
 
 /// Everything `kwb batch` can be told besides the workspace.
 #[derive(Debug, Clone)]
@@ -53,20 +55,16 @@ pub struct BatchOutcome {
 
 /// Keeps only the sizes and versions asked for, or says which names do not exist.
 pub fn select(ws: &mut Workspace, opts: &BatchOptions) -> Result<(), BatchError> {
+    // A swept version's name stands for all its configurations.
+    let mut version_names: Vec<String> = ws.sweeps.iter().map(|s| s.parent.clone()).collect();
+    version_names.extend(ws.versions.iter().map(|v| v.name.clone()));
     for (asked, known, what) in [
         (
             &opts.sizes,
             ws.sizes.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
             "size",
         ),
-        (
-            &opts.versions,
-            ws.versions
-                .iter()
-                .map(|v| v.name.clone())
-                .collect::<Vec<_>>(),
-            "version",
-        ),
+        (&opts.versions, version_names, "version"),
     ] {
         if let Some(bad) = asked.iter().find(|a| !known.contains(a)) {
             return Err(BatchError::Usage(format!(
@@ -87,7 +85,14 @@ pub fn select(ws: &mut Workspace, opts: &BatchOptions) -> Result<(), BatchError>
     }
     if !opts.versions.is_empty() {
         // The reference version runs inside every job, so it need not be selected itself.
-        ws.versions.retain(|v| opts.versions.contains(&v.name));
+        ws.versions.retain(|v| {
+            opts.versions.contains(&v.name) || opts.versions.iter().any(|a| a == v.family())
+        });
+        let kept: Vec<String> = ws.versions.iter().map(|v| v.name.clone()).collect();
+        ws.sweeps.retain_mut(|s| {
+            s.configs.retain(|c| kept.contains(c));
+            !s.configs.is_empty()
+        });
     }
     Ok(())
 }
@@ -110,7 +115,11 @@ pub fn run(
     };
     let compiler = Compiler::new(arch, cache).map_err(|e| BatchError::Compile(e.to_string()))?;
     let compiled = compiler.compile_workspace(ws);
-    let compile_errors = compiled.iter().any(|c| !c.ok);
+    let config_failures = sweep::config_compile_failures(ws, &compiled);
+    let compile_errors = compiled
+        .iter()
+        .zip(&config_failures)
+        .any(|(c, skip)| !c.ok && !skip);
     let (peak, _) = device.peak();
     let bench = BenchSpec {
         check: opts.check,
@@ -131,12 +140,16 @@ pub fn run(
     for (size_index, size) in ws.sizes.iter().enumerate() {
         // One fresh seed per size: every version of a size is checked on the same new data.
         let seed = size_seed(seed0, size_index);
-        for (v, c) in ws.versions.iter().zip(&compiled) {
+        for ((v, c), config_failure) in ws.versions.iter().zip(&compiled).zip(&config_failures) {
             id += 1;
             progress.start(&v.name, &size.name);
-            let mut r = RunResult::new(&v.name, &size.name, Status::Ok);
+            let mut r = sweep::new_result(ws, v, size);
             if !c.ok {
-                results.push(compile_failure(r, c));
+                results.push(if *config_failure {
+                    sweep::skipped_compile(r, c)
+                } else {
+                    compile_failure(r, c)
+                });
                 continue;
             }
             // A tile version compiled per specialisation: this size's compile (and its
@@ -151,9 +164,7 @@ pub fn run(
             let job = match plan_job(ws, v, c, size, arch.spec(), reference, id, &opts) {
                 Ok(j) => j,
                 Err(e) => {
-                    r.status = Status::Error;
-                    r.message = Some(e.to_string());
-                    results.push(r);
+                    results.push(sweep::plan_failure(r, v, e.to_string()));
                     continue;
                 }
             };
@@ -186,9 +197,10 @@ pub(crate) fn new_report(
     ws: &Workspace,
     device: Option<report::DeviceInfo>,
     mode: Mode,
-    results: Vec<RunResult>,
+    mut results: Vec<RunResult>,
     backend: Option<report::Backend>,
 ) -> BatchReport {
+    let sweeps = report::sweep::summarize(&mut results);
     BatchReport {
         schema: report::SCHEMA,
         kwb_version: env!("CARGO_PKG_VERSION").into(),
@@ -200,6 +212,7 @@ pub(crate) fn new_report(
         mode,
         results,
         backend,
+        sweeps,
     }
 }
 
@@ -369,6 +382,7 @@ mod tests {
                 device: None,
                 mode: Mode::Cold,
                 backend: None,
+                sweeps: Vec::new(),
                 results: statuses
                     .iter()
                     .map(|s| RunResult::new("v", "n", *s))

@@ -81,6 +81,10 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
             opt(r.pct_of_peak.filter(|_| ok), &|p| format!("{p:.1}%")),
         );
     }
+    let sweeps = super::sweep::render_text(report);
+    if !sweeps.is_empty() {
+        let _ = write!(out, "\n#### Sweeps\n\n```text{sweeps}```\n");
+    }
     if !regressions.is_empty() {
         out.push_str("\n#### Regressions\n\n");
         for g in regressions {

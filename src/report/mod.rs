@@ -12,10 +12,12 @@ pub mod finding;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod sweep;
 pub mod table;
 
 pub use baseline::{compare, render_regression, Regression};
 pub use finding::{Backend, Finding};
+pub use sweep::{SweepMark, SweepSummary};
 
 use crate::run::stats::{Stats, StopReason, Timer};
 use serde::{Deserialize, Serialize};
@@ -42,6 +44,9 @@ pub struct BatchReport {
     /// `emulator` for `kwb batch --cpu` (no timing); absent for GPU runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<Backend>,
+    /// Per swept version and size: best, worst and spread (absent when nothing is swept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepSummary>,
 }
 
 /// The GPU the report was measured on.
@@ -139,6 +144,10 @@ pub struct RunResult {
     /// Remarks that are not failures, e.g. approximate instructions computed exactly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A configuration of a swept version: its sweep, values, and whether it is the best or
+    /// the version's own choice at this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepMark>,
 }
 
 impl RunResult {
@@ -161,6 +170,7 @@ impl RunResult {
             backend: None,
             findings: Vec::new(),
             notes: Vec::new(),
+            sweep: None,
         }
     }
 

@@ -156,6 +156,7 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
     for g in regressions {
         out += &format!("regression: {}\n", super::render_regression(g));
     }
+    out += &super::sweep::render_text(report);
     out
 }
 
@@ -267,6 +268,7 @@ pub(crate) mod tests {
             device: Some(dev),
             mode: Mode::Hot,
             backend: None,
+            sweeps: Vec::new(),
             results: vec![
                 ok("v0-naive", "1M", 8.0),
                 bad,

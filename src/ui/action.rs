@@ -137,13 +137,14 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             app.scroll = (i32::from(app.scroll) + d).clamp(0, i32::from(u16::MAX / 2)) as u16
         }
         Action::NextTab | Action::PrevTab => {
-            let i = Tab::ALL.iter().position(|t| *t == app.tab).unwrap_or(0) as i32;
+            let tabs = app.tabs();
+            let i = tabs.iter().position(|t| *t == app.tab).unwrap_or(0) as i32;
             let d = if matches!(action, Action::NextTab) {
                 1
             } else {
                 -1
             };
-            app.tab = Tab::ALL[(i + d).rem_euclid(Tab::ALL.len() as i32) as usize];
+            app.tab = tabs[(i + d).rem_euclid(tabs.len() as i32) as usize];
             app.scroll = 0;
         }
         Action::SelectTab(t) => {

@@ -102,10 +102,19 @@ pub enum Tab {
     Compare,
     /// The CUDA C++ kwb generated from a tile-language version.
     Cuda,
+    /// A swept version's configurations: the table per size, a heatmap for two axes.
+    Sweep,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] = [Tab::Source, Tab::Ptx, Tab::Sass, Tab::Compare, Tab::Cuda];
+    pub const ALL: [Tab; 6] = [
+        Tab::Source,
+        Tab::Ptx,
+        Tab::Sass,
+        Tab::Compare,
+        Tab::Cuda,
+        Tab::Sweep,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -114,6 +123,7 @@ impl Tab {
             Tab::Sass => "SASS",
             Tab::Compare => "Compare",
             Tab::Cuda => "CUDA",
+            Tab::Sweep => "Sweep",
         }
     }
 }
@@ -262,6 +272,14 @@ impl App {
             message: String::new(),
             quit: false,
         }
+    }
+
+    /// The tabs on offer: all of them, the Sweep tab only when a version is swept.
+    pub fn tabs(&self) -> Vec<Tab> {
+        Tab::ALL
+            .into_iter()
+            .filter(|t| *t != Tab::Sweep || !self.workspace.sweeps.is_empty())
+            .collect()
     }
 
     pub fn current(&self) -> Option<&VersionView> {

@@ -39,6 +39,7 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
     ("tab_sass", &["3"], "", ""),
     ("tab_compare", &["4"], "", ""),
     ("tab_cuda", &["5"], "", ""),
+    ("tab_sweep", &["6"], "", ""),
     (
         "page_down",
         &["pagedown", "ctrl-d"],
@@ -107,6 +108,7 @@ fn action_named(name: &str) -> Option<Action> {
         "tab_sass" => Action::SelectTab(Tab::Sass),
         "tab_compare" => Action::SelectTab(Tab::Compare),
         "tab_cuda" => Action::SelectTab(Tab::Cuda),
+        "tab_sweep" => Action::SelectTab(Tab::Sweep),
         "page_down" => Action::PageDown,
         "page_up" => Action::PageUp,
         "top" => Action::Top,

@@ -7,11 +7,13 @@ pub mod formula;
 mod load;
 pub mod raw;
 pub mod spans;
+pub mod sweep;
 mod validate;
 
 pub use dtype::{DType, Init};
 pub use formula::{Formula, SizeEnv};
 pub use load::{load, load_str, WorkspaceError};
+pub use sweep::{AxisKind, Sweep, SweepAxis, SweepPoint};
 
 use crate::compile::arch::Arch;
 use spans::SpanIndex;
@@ -34,7 +36,10 @@ pub struct Workspace {
     /// Bytes one run must move, for bandwidth; defaults to every non-scratch buffer once.
     pub bytes: Option<Formula>,
     pub flops: Option<Formula>,
+    /// Every version to run: a swept version appears as its configurations.
     pub versions: Vec<Version>,
+    /// The swept versions, each with its axes and the names of its configurations.
+    pub sweeps: Vec<Sweep>,
     /// Field positions in the YAML, for diagnostics found by later stages.
     pub spans: SpanIndex,
 }
@@ -127,8 +132,11 @@ pub struct Version {
     /// Scratch buffers: neither checked nor counted in bytes moved.
     pub scratch: Vec<Buffer>,
     pub tolerance: Option<Tolerance>,
-    /// The field path of this version in the YAML, e.g. `versions.v2`.
+    /// The field path of this version in the YAML, e.g. `versions.v2` (a configuration of a
+    /// sweep has its swept version's).
     pub field: String,
+    /// A configuration of a swept version: which one, and its values.
+    pub sweep: Option<SweepPoint>,
 }
 
 impl Version {
@@ -160,6 +168,11 @@ impl Version {
             None => {}
         }
         Ok(vars)
+    }
+
+    /// The name of the swept version this is a configuration of, else its own name.
+    pub fn family(&self) -> &str {
+        self.sweep.as_ref().map_or(&self.name, |s| &s.parent)
     }
 
     /// A buffer or scratch buffer by name.
@@ -206,6 +219,11 @@ impl Workspace {
             .collect()
     }
 
+    /// The sweep named `parent`, if that version is swept.
+    pub fn sweep(&self, parent: &str) -> Option<&Sweep> {
+        self.sweeps.iter().find(|s| s.parent == parent)
+    }
+
     /// The sizes a GPU run takes by default: all but those meant for emulation.
     pub fn gpu_sizes(&self) -> Vec<usize> {
         (0..self.sizes.len())
@@ -250,7 +268,9 @@ impl Workspace {
                 scratch: Vec::new(),
                 tolerance: None,
                 field: String::new(),
+                sweep: None,
             }],
+            sweeps: Vec::new(),
             spans: SpanIndex::default(),
         })
     }

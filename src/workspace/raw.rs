@@ -122,7 +122,7 @@ pub struct RawTolerance {
     pub atol: Option<f64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawVersion {
     pub file: String,
@@ -147,9 +147,13 @@ pub struct RawVersion {
     /// Tile-language versions: values of the kernel's `tl.constexpr` parameters.
     #[serde(default)]
     pub constexprs: IndexMap<String, Lit>,
+    /// Values to sweep: each name (a constexpr, a define, `block`, `num_warps` or a variable
+    /// of the version's expressions) with its list of values; every combination is a version.
+    #[serde(default)]
+    pub sweep: IndexMap<String, Vec<Lit>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLaunch {
     pub entry: String,

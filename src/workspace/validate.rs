@@ -13,6 +13,8 @@ use super::{
     WorkspaceError,
 };
 
+#[path = "validate_sweep.rs"]
+mod sweep;
 #[path = "validate_tile.rs"]
 mod tile;
 use crate::compile::arch::Arch;
@@ -85,9 +87,15 @@ pub(super) fn validate(
     let tolerance = raw.tolerance.and_then(|t| v.tolerance("tolerance", t));
 
     let mut versions = Vec::new();
+    let mut sweeps = Vec::new();
     for (name, rv) in &raw.versions {
-        if let Some(ver) = v.version(name, rv, &raw, &buffers, &vars) {
-            versions.push(ver);
+        if rv.sweep.is_empty() {
+            if let Some(ver) = v.version(name, rv, &raw, &buffers, &vars) {
+                versions.push(ver);
+            }
+        } else if let Some((sweep, configs)) = v.swept_version(name, rv, &raw, &buffers, &vars) {
+            sweeps.push(sweep);
+            versions.extend(configs);
         }
     }
     if raw.versions.is_empty() {
@@ -119,6 +127,7 @@ pub(super) fn validate(
         bytes,
         flops,
         versions,
+        sweeps,
         spans,
     })
 }
@@ -552,6 +561,7 @@ impl Validator<'_> {
             scratch,
             tolerance,
             field,
+            sweep: None,
         })
     }
 
@@ -639,7 +649,19 @@ impl Validator<'_> {
             .map(|(n, _)| n.as_str())
             .collect();
         if let Some(v) = &r.version {
-            if !versions.iter().any(|x| &x.name == v) {
+            if ws.versions.get(v).is_some_and(|rv| !rv.sweep.is_empty()) {
+                self.err::<()>(
+                    "reference.version",
+                    format!(
+                        "`{v}` is swept; the reference must be one version, e.g. one of its \
+                         configurations such as `{}`",
+                        versions
+                            .iter()
+                            .find(|x| x.sweep.as_ref().is_some_and(|s| &s.parent == v))
+                            .map_or_else(|| format!("{v}[...]"), |x| x.name.clone())
+                    ),
+                );
+            } else if !versions.iter().any(|x| &x.name == v) {
                 self.err::<()>(
                     "reference.version",
                     format!(

@@ -14,6 +14,7 @@ pub mod launch;
 pub mod occupancy;
 pub mod resources;
 pub mod status;
+pub mod sweep;
 pub mod tabs;
 pub mod text;
 pub mod timing;

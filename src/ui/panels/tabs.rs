@@ -2,7 +2,7 @@
 //! on its right) and the framed body of the current tab.
 
 use super::text::{frame, sentence, width, Pen};
-use super::{code, compare, format::short_path};
+use super::{code, compare, format::short_path, sweep};
 use crate::ui::app::{App, Focus, Tab};
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
@@ -11,11 +11,12 @@ use ratatui::text::Span;
 
 /// The one-row tab bar. Tabs are numbered (the keys 1-4) when there is room.
 pub fn render_bar(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let separators = Tab::ALL.len() as u16 - 1;
-    let numbered: u16 = Tab::ALL.iter().map(|t| width(t.title()) + 4).sum();
+    let tabs = app.tabs();
+    let separators = tabs.len() as u16 - 1;
+    let numbered: u16 = tabs.iter().map(|t| width(t.title()) + 4).sum();
     let with_numbers = numbered + separators <= area.width;
     let mut pen = Pen::row(buf, area, 0);
-    for (i, tab) in Tab::ALL.iter().enumerate() {
+    for (i, tab) in tabs.iter().enumerate() {
         if i > 0 {
             pen.text(buf, "│", theme.style(Role::Border));
         }
@@ -51,13 +52,14 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let mut title = vec![Span::raw(app.tab.title())];
     let detail = match app.tab {
         Tab::Compare => compare::title(app),
+        Tab::Sweep => sweep::title(app),
         Tab::Source => v.map(|v| format!("{} · {}", v.name, short_path(app, &v.file))),
         Tab::Ptx | Tab::Sass | Tab::Cuda => v.map(|v| v.name.clone()),
     };
     if let Some(d) = detail {
         title.push(Span::raw(format!(" · {d}")));
     }
-    if app.tab != Tab::Compare && v.is_some_and(|v| v.stale()) {
+    if !matches!(app.tab, Tab::Compare | Tab::Sweep) && v.is_some_and(|v| v.stale()) {
         title.push(Span::styled(" (stale)", theme.style(Role::Stale)));
     }
     let inner = frame(buf, theme, area, title, app.focus == Focus::Main);
@@ -67,6 +69,8 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let Some(v) = v else {
         return if app.tab == Tab::Compare {
             compare::render(app, theme, inner, buf)
+        } else if app.tab == Tab::Sweep {
+            sweep::render(app, theme, inner, buf)
         } else {
             sentence(buf, inner, "No version selected.", theme.style(Role::Dim))
         };
@@ -77,5 +81,6 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Tab::Sass => code::sass(app, theme, inner, buf, v),
         Tab::Cuda => code::cuda(app, theme, inner, buf, v),
         Tab::Compare => compare::render(app, theme, inner, buf),
+        Tab::Sweep => sweep::render(app, theme, inner, buf),
     }
 }
