@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """kwb's matmul ladder against cuBLAS (torch.matmul), side by side, on one GPU, in one run.
 
-Both sides use kwb's protocol: fp16 A (M×K) and B (K×N), fp16 C; cold L2 (a buffer of twice
-the L2 size written before each sample, outside the timed region); one call between two CUDA
-events per sample; the median of the samples. kwb's own figures come from `kwb batch --format
-json` on workspaces/matmul.yaml (CUPTI kernel time where available; its timer is printed).
+Every side uses kwb's protocol: fp16 A (M×K) and B (K×N), fp16 C; cold L2 (a buffer of twice
+the L2 size read before each sample, outside the timed region, so L2 holds clean lines as after
+kwb's flush kernel); one call between two CUDA events per sample; the median of the samples.
+kwb's own figures come from `kwb batch --format json` on workspaces/matmul.yaml (CUPTI kernel
+time where available; its timer is printed).
+
+Triton: the very file kwb compiles for v4 (kernels/matmul/v4.tile, Triton source) compiled by
+Triton under `triton.autotune` over the configurations Triton's matmul tutorial tunes over on
+NVIDIA GPUs (block sizes, GROUP_M 8, num_stages and num_warps), at its best configuration.
 
 Usage (on a GPU machine with torch, from the repository root):
   python3 scripts/matmul_vs_cublas.py [--kwb .gpu-bundle/bin/kwb] [--json out.json]
@@ -22,23 +27,61 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [(1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 1024)]
 
 
-def cublas_median_us(m, n, k, samples=100):
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4 + 1,
-                        dtype=torch.float32, device="cuda")
+def cold_median_us(call, samples=100):
+    flush = torch.ones(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4 + 1,
+                       dtype=torch.float32, device="cuda")
     for _ in range(10):
-        torch.matmul(a, b)
+        call()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(samples):
-        flush.fill_(1.0)
+        flush.sum()
         start.record()
-        torch.matmul(a, b)
+        call()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
     return statistics.median(times)
+
+
+def cublas_median_us(m, n, k):
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    return cold_median_us(lambda: torch.matmul(a, b))
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): the tutorial's NVIDIA configurations.
+TUTORIAL_CONFIGS = [
+    (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4),
+    (64, 128, 32, 4, 4), (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2),
+]
+
+
+def triton_median_us(m, n, k):
+    """Triton compiling kernels/matmul/v4.tile, autotuned; (µs, best config) or None."""
+    try:
+        import importlib.machinery
+        import importlib.util
+        import triton
+    except ImportError as e:
+        print(f"  no Triton: {e}")
+        return None
+    path = os.path.join(REPO, "kernels", "matmul", "v4.tile")
+    loader = importlib.machinery.SourceFileLoader("kwb_matmul_v4", path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+                             num_stages=st, num_warps=w) for bm, bn, bk, st, w in TUTORIAL_CONFIGS]
+    kernel = triton.autotune(configs=configs, key=["M", "N", "K"])(mod.matmul_kernel)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+    call = lambda: kernel[grid](a, b, c, m, n, k)
+    call()
+    torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
+    return cold_median_us(call), str(kernel.best_config)
 
 
 def main():
@@ -59,6 +102,12 @@ def main():
         flop = 2.0 * m * n * k
         c_us = cublas_median_us(m, n, k)
         print(f"{name:>16}: cuBLAS {c_us:9.1f} us {flop / c_us / 1e6:7.1f} TFLOP/s")
+        tri = triton_median_us(m, n, k)
+        if tri:
+            t_us, cfg = tri
+            rows.append(dict(size=name, version="triton-tutorial-autotuned", us=t_us, cublas_us=c_us, config=cfg))
+            print(f"{'':>18}Triton (v4.tile, tutorial autotune): {t_us:9.1f} us {flop / t_us / 1e6:7.1f} TFLOP/s "
+                  f"= {100 * c_us / t_us:5.1f}% of cuBLAS ({cfg})")
         for r in results:
             if r["size"] != name:
                 continue
