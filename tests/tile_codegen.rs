@@ -320,6 +320,7 @@ fn softmax(block: u32, num_warps: u32, persistent: bool) -> Kernel {
             end: n_rows,
             step,
             body,
+            num_stages: None,
         });
     }
     b.done()
@@ -439,6 +440,7 @@ fn two_d() -> Kernel {
         end: three,
         step: one,
         body,
+        num_stages: None,
     });
     b.done()
 }

@@ -18,7 +18,7 @@ import triton.language as tl
 
 @triton.jit
 def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-       MODE: tl.constexpr):
+       MODE: tl.constexpr, STAGES: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -28,7 +28,7 @@ def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.
         acc = tl.zeros((BM, BN), dtype=tl.float16)
     else:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
+    for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES):
         a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
         b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
         if MODE == 0:
@@ -55,12 +55,16 @@ struct Case {
     tile: [i64; 3],
     warps: u32,
     size: [usize; 3],
+    /// `num_stages` of the loop (1: no pipelining, the dot stages its operands itself).
+    stages: i64,
+    /// M, N and K are passed as multiples of 16, so the copies are proven 16-byte vectors.
+    div16: bool,
 }
 
 fn request(c: &Case) -> KernelRequest {
     let int = ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: false,
+        divisible_by_16: c.div16,
     };
     let [bm, bn, bk] = c.tile;
     KernelRequest {
@@ -73,10 +77,16 @@ fn request(c: &Case) -> KernelRequest {
             int.clone(),
             int,
         ],
-        constexprs: [("BM", bm), ("BN", bn), ("BK", bk), ("MODE", c.mode)]
-            .iter()
-            .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
-            .collect(),
+        constexprs: [
+            ("BM", bm),
+            ("BN", bn),
+            ("BK", bk),
+            ("MODE", c.mode),
+            ("STAGES", c.stages),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
+        .collect(),
         num_warps: c.warps,
     }
 }
@@ -224,7 +234,14 @@ fn case(dtype: DType, mode: i64, tile: [i64; 3], warps: u32, size: [usize; 3]) -
         tile,
         warps,
         size,
+        stages: 3,
+        div16: false,
     }
+}
+
+/// `case` with `num_stages` and whether M, N and K are known multiples of 16.
+fn staged(c: Case, stages: i64, div16: bool) -> Case {
+    Case { stages, div16, ..c }
 }
 
 #[test]
@@ -247,6 +264,16 @@ fn dots_agree_in_the_interpreter_and_the_emulator() {
         // Tall and wide tiles.
         case(F16, 0, [16, 64, 16], 2, [20, 70, 16]),
         case(BF16, 2, [64, 16, 16], 2, [70, 20, 33]),
+        // No pipelining: the dot stages its register operands itself.
+        staged(case(F16, 0, [32, 32, 16], 4, [40, 24, 40]), 1, false),
+        // Pipelined through 2, 3 and 4 buffers with 16-byte cp.async (sizes multiples of 16,
+        // partial tiles on every axis, a masked K tail), more K steps than buffers.
+        staged(case(F16, 0, [32, 32, 32], 4, [48, 80, 208]), 2, true),
+        staged(case(F16, 2, [64, 32, 32], 4, [80, 48, 112]), 3, true),
+        staged(case(BF16, 0, [64, 64, 64], 8, [96, 64, 336]), 4, true),
+        staged(case(F16, 1, [32, 64, 16], 4, [48, 80, 80]), 4, true),
+        // Element-by-element copies into the ring (K not a multiple of 8), 2 buffers.
+        staged(case(F16, 0, [32, 32, 32], 4, [33, 41, 71]), 2, false),
     ];
     for c in &cases {
         let (cuda, a, b, want) = interpret(c);
@@ -268,6 +295,13 @@ fn dots_agree_in_the_interpreter_and_the_emulator() {
         }
         if c.mode == 1 {
             assert!(ptx.contains(".f16.f16.f16.f16"), "{c:?}");
+        }
+        let pipelined = tensor && c.stages > 1;
+        assert_eq!(ptx.contains("cp.async.wait_group"), pipelined, "{c:?}");
+        if pipelined && c.div16 {
+            // 16-byte copies, or 8-byte ones where an fp32 tile of the same size sets the
+            // layout's runs at 4 elements.
+            assert!(ptx.contains(".shared.global ["), "{c:?}: vector cp.async");
         }
     }
 }

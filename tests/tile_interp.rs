@@ -553,6 +553,7 @@ fn loops_carry_tiles_and_follow_python_ranges() {
         end: s1,
         step: one,
         body,
+        num_stages: None,
     });
     let ar = b.arange(8);
     let po = b.ptr_add(out, ar);
@@ -577,6 +578,7 @@ fn loops_carry_tiles_and_follow_python_ranges() {
         end: s0,
         step: m3,
         body,
+        num_stages: None,
     });
     b.store_at(cnt, 0, total);
     // While.

@@ -373,6 +373,9 @@ pub enum StmtKind {
         end: VarId,
         step: VarId,
         body: Vec<Stmt>,
+        /// `tl.range(..., num_stages=S)`: how many shared-memory buffers the loads feeding a
+        /// `tl.dot` in this loop may be pipelined through (None: the writer's default).
+        num_stages: Option<u32>,
     },
     /// `while cond: body`: `cond_body` is run before each test of `cond` (an I1 scalar).
     While {

@@ -23,13 +23,18 @@ static __device__ __forceinline__ void kwb_mma_f16_f32(float* d, const unsigned 
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+template <int CPR> static __device__ __forceinline__ unsigned kwb_swz(int row, int chunk) {
+    const int l = row * CPR + chunk;
+    return (unsigned)(l ^ ((l / (CPR > 8 ? CPR : 8)) % 8)) * 16u;
+}
+static __device__ __forceinline__ void kwb_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void kwb_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 
 // kernel `mm` from tests/tile/dot_cases.tile:6, specialised for num_warps = 4 (128 threads); divisible by 16: a_ptr, b_ptr, c_ptr
 extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_ptr_1, float* c_ptr_2, int M_3, int N_4, int K_5)
 {
     const int kwb_tid = threadIdx.x;
-    __shared__ __align__(16) unsigned char kwb_dot[5632];
-    int kwb_dotbuf_0 = 0;
+    __shared__ __align__(128) unsigned char kwb_ring[6144];
     int t6;
     int t7;
     int t8;
@@ -88,7 +93,6 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     bool t61[4];
     bool t62[4];
     __half t63;
-    __half a_64[4];
     int t65[1];
     int t66;
     int t67;
@@ -102,7 +106,6 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     bool t75[4];
     bool t76[4];
     __half t77;
-    __half b_78[4];
     float acc_79[8];
     int t80;
     int t81[4];
@@ -263,172 +266,331 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     #pragma unroll
     for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_36[e];
 #line 17 "tests/tile/dot_cases.tile"
+    // software pipeline: `a_64` [32, 16] and `b_78` [16, 32] copied by cp.async into rings of 3 shared buffers
     {
         const int kwb_end = t44;
         const int kwb_step = t46;
-        for (k_50 = t45; k_50 < kwb_end; k_50 = (int)(k_50 + kwb_step)) {
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t51[e] = rm_11[e];
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t52[e] = M_3;
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < t52[e]);
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t54[e] = rk_18[e];
-#line 18 "tests/tile/dot_cases.tile"
-            t55 = 16;
-#line 18 "tests/tile/dot_cases.tile"
-            t56 = (int)(k_50 * t55);
-#line 18 "tests/tile/dot_cases.tile"
-            t57 = (int)(K_5 - t56);
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t58[e] = t57;
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t58[e]);
-#line 18 "tests/tile/dot_cases.tile"
-            // recomputed in this layout
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int g = (kwb_tid) * 4 + e % 4;
-                t60[e] = ((int)(t8 + (((g / 16)))) < M_3);
-            }
-#line 18 "tests/tile/dot_cases.tile"
-            // recomputed in this layout
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int g = (kwb_tid) * 4 + e % 4;
-                t61[e] = ((((g % 16))) < t57);
-            }
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) t62[e] = (bool)(t60[e] & t61[e]);
-#line 18 "tests/tile/dot_cases.tile"
-            t63 = __float2half_rn(0.0f);
-#line 18 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                { unsigned short r = (unsigned)__half_as_ushort(t63); kwb_ld16s(r, a_ptrs_47[e], t62[e]); a_64[e] = __ushort_as_half((unsigned short)(r)); }
-            }
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t65[e] = rk_18[e];
-#line 19 "tests/tile/dot_cases.tile"
-            t66 = 16;
-#line 19 "tests/tile/dot_cases.tile"
-            t67 = (int)(k_50 * t66);
-#line 19 "tests/tile/dot_cases.tile"
-            t68 = (int)(K_5 - t67);
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t69[e] = t68;
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t69[e]);
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t71[e] = rn_17[e];
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t72[e] = N_4;
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < t72[e]);
-#line 19 "tests/tile/dot_cases.tile"
-            // recomputed in this layout
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int g = (kwb_tid) * 4 + e % 4;
-                t74[e] = ((((g / 32))) < t68);
-            }
-#line 19 "tests/tile/dot_cases.tile"
-            // recomputed in this layout
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int g = (kwb_tid) * 4 + e % 4;
-                t75[e] = ((int)(t14 + (((g % 32)))) < N_4);
-            }
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) t76[e] = (bool)(t74[e] & t75[e]);
-#line 19 "tests/tile/dot_cases.tile"
-            t77 = __float2half_rn(0.0f);
-#line 19 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                { unsigned short r = (unsigned)__half_as_ushort(t77); kwb_ld16s(r, b_ptrs_49[e], t76[e]); b_78[e] = __ushort_as_half((unsigned short)(r)); }
-            }
-#line 21 "tests/tile/dot_cases.tile"
-            // tl.dot [32, 16] @ [16, 32] -> float32: mma.sync m16n8k16 fed by ldmatrix; warps 2 x 2, each 16 x 16
+        int kwb_rd0 = 0;
+        int kwb_wr0 = 0;
+        __syncthreads();  // an earlier run of this loop may still read the rings
+        #pragma unroll
+        for (int kwb_s = 0; kwb_s < 2; ++kwb_s) {
             {
-                __half* kwb_da = reinterpret_cast<__half*>(kwb_dot + 0 + kwb_dotbuf_0 * 2816);
-                __half* kwb_db = kwb_da + 768;
-                #pragma unroll
-                for (int e = 0; e < 4; e += 4) {
-                    const int kwb_f = (kwb_tid) * 4 + e % 4;
-                    *reinterpret_cast<uint2*>(&kwb_da[(kwb_f / 16) * 24 + kwb_f % 16]) = make_uint2((unsigned)__half_as_ushort(a_64[e]) | ((unsigned)__half_as_ushort(a_64[e + 1]) << 16), (unsigned)__half_as_ushort(a_64[e + 2]) | ((unsigned)__half_as_ushort(a_64[e + 3]) << 16));
+                const int kwb_it = (int)(t45 + kwb_s * kwb_step);
+                const int k_50 = kwb_it;
+                if (k_50 < kwb_end) {
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t51[e] = rm_11[e];
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t52[e] = M_3;
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < t52[e]);
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t54[e] = rk_18[e];
+#line 18 "tests/tile/dot_cases.tile"
+                    t55 = 16;
+#line 18 "tests/tile/dot_cases.tile"
+                    t56 = (int)(k_50 * t55);
+#line 18 "tests/tile/dot_cases.tile"
+                    t57 = (int)(K_5 - t56);
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t58[e] = t57;
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t58[e]);
+#line 18 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t60[e] = ((int)(t8 + (((g / 16)))) < M_3);
+                    }
+#line 18 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t61[e] = ((((g % 16))) < t57);
+                    }
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t62[e] = (bool)(t60[e] & t61[e]);
+#line 18 "tests/tile/dot_cases.tile"
+                    t63 = __float2half_rn(0.0f);
+#line 18 "tests/tile/dot_cases.tile"
+                    {
+                        unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 1024;
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int kwb_f = (kwb_tid) * 4 + e % 4;
+                            unsigned short r = 0;
+                            kwb_ld16s(r, a_ptrs_47[e], t62[e]);
+                            *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<2>(kwb_f / 16, (kwb_f % 16) / 8) + (kwb_f % 8) * 2) = r;
+                        }
+                    }
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t65[e] = rk_18[e];
+#line 19 "tests/tile/dot_cases.tile"
+                    t66 = 16;
+#line 19 "tests/tile/dot_cases.tile"
+                    t67 = (int)(k_50 * t66);
+#line 19 "tests/tile/dot_cases.tile"
+                    t68 = (int)(K_5 - t67);
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t69[e] = t68;
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t69[e]);
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t71[e] = rn_17[e];
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t72[e] = N_4;
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < t72[e]);
+#line 19 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t74[e] = ((((g / 32))) < t68);
+                    }
+#line 19 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t75[e] = ((int)(t14 + (((g % 32)))) < N_4);
+                    }
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t76[e] = (bool)(t74[e] & t75[e]);
+#line 19 "tests/tile/dot_cases.tile"
+                    t77 = __float2half_rn(0.0f);
+#line 19 "tests/tile/dot_cases.tile"
+                    {
+                        unsigned char* kwb_buf = kwb_ring + 3072 + kwb_wr0 * 1024;
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int kwb_f = (kwb_tid) * 4 + e % 4;
+                            unsigned short r = 0;
+                            kwb_ld16s(r, b_ptrs_49[e], t76[e]);
+                            *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<4>(kwb_f / 32, (kwb_f % 32) / 8) + (kwb_f % 8) * 2) = r;
+                        }
+                    }
+#line 28 "tests/tile/dot_cases.tile"
+                    t80 = 16;
+#line 28 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t81[e] = t80;
+#line 28 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) a_ptrs_82[e] = a_ptrs_47[e] + t81[e];
+#line 29 "tests/tile/dot_cases.tile"
+                    t83 = 16;
+#line 29 "tests/tile/dot_cases.tile"
+                    t84 = (int)(t83 * N_4);
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t85[e] = t84;
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) b_ptrs_86[e] = b_ptrs_49[e] + t85[e];
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_82[e];
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_86[e];
                 }
-                #pragma unroll
-                for (int e = 0; e < 4; e += 4) {
-                    const int kwb_f = (kwb_tid) * 4 + e % 4;
-                    *reinterpret_cast<uint2*>(&kwb_db[(kwb_f / 32) * 40 + kwb_f % 32]) = make_uint2((unsigned)__half_as_ushort(b_78[e]) | ((unsigned)__half_as_ushort(b_78[e + 1]) << 16), (unsigned)__half_as_ushort(b_78[e + 2]) | ((unsigned)__half_as_ushort(b_78[e + 3]) << 16));
+            }
+            kwb_cp_commit();
+            kwb_wr0 += 1;
+        }
+        for (k_50 = t45; k_50 < kwb_end; k_50 = (int)(k_50 + kwb_step)) {
+            kwb_cp_wait<1>();
+            __syncthreads();
+            {
+                const int kwb_it = (int)(k_50 + 2 * kwb_step);
+                const int k_50 = kwb_it;
+                if (k_50 < kwb_end) {
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t51[e] = rm_11[e];
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t52[e] = M_3;
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < t52[e]);
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t54[e] = rk_18[e];
+#line 18 "tests/tile/dot_cases.tile"
+                    t55 = 16;
+#line 18 "tests/tile/dot_cases.tile"
+                    t56 = (int)(k_50 * t55);
+#line 18 "tests/tile/dot_cases.tile"
+                    t57 = (int)(K_5 - t56);
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t58[e] = t57;
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t58[e]);
+#line 18 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t60[e] = ((int)(t8 + (((g / 16)))) < M_3);
+                    }
+#line 18 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t61[e] = ((((g % 16))) < t57);
+                    }
+#line 18 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t62[e] = (bool)(t60[e] & t61[e]);
+#line 18 "tests/tile/dot_cases.tile"
+                    t63 = __float2half_rn(0.0f);
+#line 18 "tests/tile/dot_cases.tile"
+                    {
+                        unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 1024;
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int kwb_f = (kwb_tid) * 4 + e % 4;
+                            unsigned short r = 0;
+                            kwb_ld16s(r, a_ptrs_47[e], t62[e]);
+                            *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<2>(kwb_f / 16, (kwb_f % 16) / 8) + (kwb_f % 8) * 2) = r;
+                        }
+                    }
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t65[e] = rk_18[e];
+#line 19 "tests/tile/dot_cases.tile"
+                    t66 = 16;
+#line 19 "tests/tile/dot_cases.tile"
+                    t67 = (int)(k_50 * t66);
+#line 19 "tests/tile/dot_cases.tile"
+                    t68 = (int)(K_5 - t67);
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t69[e] = t68;
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t69[e]);
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t71[e] = rn_17[e];
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t72[e] = N_4;
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < t72[e]);
+#line 19 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t74[e] = ((((g / 32))) < t68);
+                    }
+#line 19 "tests/tile/dot_cases.tile"
+                    // recomputed in this layout
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int g = (kwb_tid) * 4 + e % 4;
+                        t75[e] = ((int)(t14 + (((g % 32)))) < N_4);
+                    }
+#line 19 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t76[e] = (bool)(t74[e] & t75[e]);
+#line 19 "tests/tile/dot_cases.tile"
+                    t77 = __float2half_rn(0.0f);
+#line 19 "tests/tile/dot_cases.tile"
+                    {
+                        unsigned char* kwb_buf = kwb_ring + 3072 + kwb_wr0 * 1024;
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int kwb_f = (kwb_tid) * 4 + e % 4;
+                            unsigned short r = 0;
+                            kwb_ld16s(r, b_ptrs_49[e], t76[e]);
+                            *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<4>(kwb_f / 32, (kwb_f % 32) / 8) + (kwb_f % 8) * 2) = r;
+                        }
+                    }
+#line 28 "tests/tile/dot_cases.tile"
+                    t80 = 16;
+#line 28 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t81[e] = t80;
+#line 28 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) a_ptrs_82[e] = a_ptrs_47[e] + t81[e];
+#line 29 "tests/tile/dot_cases.tile"
+                    t83 = 16;
+#line 29 "tests/tile/dot_cases.tile"
+                    t84 = (int)(t83 * N_4);
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) t85[e] = t84;
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) b_ptrs_86[e] = b_ptrs_49[e] + t85[e];
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_82[e];
+#line 29 "tests/tile/dot_cases.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_86[e];
                 }
-                __syncthreads();
+            }
+            kwb_cp_commit();
+            kwb_wr0 = kwb_wr0 == 2 ? 0 : kwb_wr0 + 1;
+#line 21 "tests/tile/dot_cases.tile"
+            // tl.dot [32, 16] @ [16, 32] -> float32: mma.sync m16n8k16 fed by ldmatrix from the rings; warps 2 x 2, each 16 x 16
+            {
                 #pragma unroll
                 for (int e = 0; e < 8; ++e) acc_79[e] = acc_48[e];
                 const int kwb_lane = kwb_tid % 32;
                 const int kwb_w = (kwb_tid / 32) % 4;
-                const unsigned kwb_sa = kwb_smem(kwb_da + ((kwb_w / 2) * 16 + kwb_lane % 16) * 24 + (kwb_lane / 16) * 8);
-                const unsigned kwb_sb = kwb_smem(kwb_db + (kwb_lane % 16) * 40 + (kwb_w % 2) * 16 + (kwb_lane / 16) * 8);
+                const unsigned kwb_sa = (kwb_smem(kwb_ring) + 0 + kwb_rd0 * 1024);
+                const unsigned kwb_sb = (kwb_smem(kwb_ring) + 3072 + kwb_rd0 * 1024);
+                const int kwb_ar = (kwb_w / 2) * 16 + kwb_lane % 16;
+                const int kwb_bc = (kwb_w % 2) * 2 + kwb_lane / 16;
                 #pragma unroll
                 for (int kk = 0; kk < 16; kk += 16) {
                     unsigned kwb_af[1][4];
                     unsigned kwb_bf[2][2];
                     #pragma unroll
-                    for (int i = 0; i < 1; ++i) kwb_ldsm_x4(kwb_af[i], kwb_sa + (i * 384 + kk) * 2);
+                    for (int i = 0; i < 1; ++i) kwb_ldsm_x4(kwb_af[i], kwb_sa + kwb_swz<2>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16));
                     #pragma unroll
-                    for (int j = 0; j < 2; j += 2) kwb_ldsm_x4_trans(kwb_bf[j], kwb_bf[j + 1], kwb_sb + (kk * 40 + j * 8) * 2);
+                    for (int j = 0; j < 2; j += 2) kwb_ldsm_x4_trans(kwb_bf[j], kwb_bf[j + 1], kwb_sb + kwb_swz<4>(kk + kwb_lane % 16, kwb_bc + j));
                     #pragma unroll
                     for (int i = 0; i < 1; ++i) {
                         #pragma unroll
                         for (int j = 0; j < 2; ++j) kwb_mma_f16_f32(&acc_79[(i * 2 + j) * 4], kwb_af[i], kwb_bf[j]);
                     }
                 }
-                kwb_dotbuf_0 ^= 1;
             }
-#line 28 "tests/tile/dot_cases.tile"
-            t80 = 16;
-#line 28 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) t81[e] = t80;
-#line 28 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) a_ptrs_82[e] = a_ptrs_47[e] + t81[e];
-#line 29 "tests/tile/dot_cases.tile"
-            t83 = 16;
-#line 29 "tests/tile/dot_cases.tile"
-            t84 = (int)(t83 * N_4);
-#line 29 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) t85[e] = t84;
-#line 29 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) b_ptrs_86[e] = b_ptrs_49[e] + t85[e];
-#line 29 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_82[e];
 #line 29 "tests/tile/dot_cases.tile"
             #pragma unroll
             for (int e = 0; e < 8; ++e) acc_48[e] = acc_79[e];
-#line 29 "tests/tile/dot_cases.tile"
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_86[e];
+            kwb_rd0 = kwb_rd0 == 2 ? 0 : kwb_rd0 + 1;
         }
+        kwb_cp_wait<0>();
     }
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll

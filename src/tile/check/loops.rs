@@ -209,7 +209,18 @@ impl Ck<'_> {
             self.static_for(var_name, &bounds, body, iter.span);
             return;
         }
-        self.range_for(var_name, &bounds, body, span);
+        let mut stages = None;
+        if kind == "range" && s[3].is_some() {
+            let sp = Self::span_of(&s, 3, iter.span);
+            match self.const_int(&Self::val(&s, 3), sp, "`num_stages`") {
+                Some(n) if (1..=8).contains(&n) => stages = Some(n as u32),
+                Some(n) => {
+                    self.error(sp, format!("`num_stages` must be from 1 to 8, got {n}"));
+                }
+                None => {}
+            }
+        }
+        self.range_for(var_name, &bounds, body, span, stages);
     }
 
     fn static_for(&mut self, name: &str, bounds: &[(Val, Span)], body: &[Stmt], span: Span) {
@@ -249,7 +260,14 @@ impl Ck<'_> {
         }
     }
 
-    fn range_for(&mut self, name: &str, bounds: &[(Val, Span)], body: &[Stmt], span: Span) {
+    fn range_for(
+        &mut self,
+        name: &str,
+        bounds: &[(Val, Span)],
+        body: &[Stmt],
+        span: Span,
+        num_stages: Option<u32>,
+    ) {
         // The loop's integer dtype: the runtime bounds' promoted dtype, else int32 (int64 when
         // a constant needs it).
         let mut dtype: Option<Scalar> = None;
@@ -319,6 +337,7 @@ impl Ck<'_> {
                 end: *end,
                 step: *step,
                 body: body_ir,
+                num_stages,
             });
         }
         let _ = span;

@@ -338,6 +338,18 @@ fn binary(op: BinOp, a: &Facts, b: &Facts) -> Facts {
             Add => (ac.min(bk).max(bc.min(ak)), ad.min(bd), k),
             Sub => (ac.min(bk), ad.min(bd), k),
             Mul => (1, ad.saturating_mul(bd).min(MAX), k),
+            // `x % n` (C remainder, on tiles) for x >= 0, as Triton assumes of offsets: a run of
+            // x of c values starting at a multiple of c never crosses a multiple of n when n
+            // (constant over the run) is a multiple of c, so it stays a run after the `%`.
+            Rem => {
+                let c = ac.min(ad).min(bd).min(bk);
+                let d = if c < ac {
+                    ad.min(bd).min(c)
+                } else {
+                    ad.min(bd)
+                };
+                (c, d, k)
+            }
             // `x < n` and `x >= n` hold over aligned runs of x when n is a multiple of the run.
             Lt | Ge => (1, 1, k.max(ac.min(ad).min(bd).min(bk))),
             Gt | Le => (1, 1, k.max(bc.min(bd).min(ad).min(ak))),

@@ -92,25 +92,19 @@ impl Writer<'_> {
         let size = u64::from(sin.size());
         let pad = PAD_BYTES / size;
         let (lda, ldb) = (k + pad, n + pad);
-        let a_elems = m * lda;
-        let stage = (a_elems + k * ldb) * size;
-        // Two copies when they fit beside everything else, else one and a closing barrier.
-        let used = self.scratch_bytes + self.site_bytes + self.dot_bytes;
-        let double = self.allow_double && used + 2 * stage <= SMEM_LIMIT;
-        let copies = if double { 2 } else { 1 };
-        let site = self.dot_sites.len();
-        let off = self.dot_bytes;
-        self.dot_bytes += copies * stage;
-        self.dot_sites.push(double);
         let t = c_scalar(sin);
         let tensor = matches!(sin, Scalar::F16 | Scalar::BF16);
+        let ring = match (self.ring_reads.get(&a), self.ring_reads.get(&b)) {
+            (Some(ra), Some(rb)) if tensor => Some((ra.clone(), rb.clone())),
+            _ => None,
+        };
         self.line(&format!(
             "// tl.dot [{m}, {k}] @ [{k}, {n}] -> {}: {}; warps {} x {}, each {} x {}",
             sout.triton_name(),
-            if tensor {
-                "mma.sync m16n8k16 fed by ldmatrix"
-            } else {
-                "fp32 fma"
+            match (&ring, tensor) {
+                (Some(_), _) => "mma.sync m16n8k16 fed by ldmatrix from the rings",
+                (None, true) => "mma.sync m16n8k16 fed by ldmatrix",
+                (None, false) => "fp32 fma",
             },
             mma.warps_m,
             mma.warps_n,
@@ -118,18 +112,31 @@ impl Writer<'_> {
             mma.warp_cols()
         ));
         self.open("{");
-        let buf = if double {
-            format!(" + kwb_dotbuf_{site} * {stage}")
-        } else {
-            String::new()
-        };
-        self.line(&format!(
-            "{t}* kwb_da = reinterpret_cast<{t}*>(kwb_dot + {off}{buf});"
-        ));
-        self.line(&format!("{t}* kwb_db = kwb_da + {a_elems};"));
-        self.stage(a, "kwb_da", k, lda);
-        self.stage(b, "kwb_db", n, ldb);
-        self.line("__syncthreads();");
+        let mut double = false;
+        let site = self.dot_sites.len();
+        if ring.is_none() {
+            let a_elems = m * lda;
+            let stage = (a_elems + k * ldb) * size;
+            // Two copies when they fit beside everything else, else one and a closing barrier.
+            let used = self.scratch_bytes + self.site_bytes + self.dot_bytes + self.ring_bytes;
+            double = self.allow_double && used + 2 * stage <= SMEM_LIMIT;
+            let copies = if double { 2 } else { 1 };
+            let off = self.dot_bytes;
+            self.dot_bytes += copies * stage;
+            self.dot_sites.push(double);
+            let buf = if double {
+                format!(" + kwb_dotbuf_{site} * {stage}")
+            } else {
+                String::new()
+            };
+            self.line(&format!(
+                "{t}* kwb_da = reinterpret_cast<{t}*>(kwb_dot + {off}{buf});"
+            ));
+            self.line(&format!("{t}* kwb_db = kwb_da + {a_elems};"));
+            self.stage(a, "kwb_da", k, lda);
+            self.stage(b, "kwb_db", n, ldb);
+            self.line("__syncthreads();");
+        }
         match acc {
             Some(c) if c != dst => self.each(dst, |w, e| w.at(c, e)),
             Some(_) => {}
@@ -153,28 +160,60 @@ impl Writer<'_> {
                 format!("(kwb_tid / 32) % {}", mma.active())
             };
             self.line(&format!("const int kwb_w = {w};"));
-            self.line(&format!(
-                "const unsigned kwb_sa = kwb_smem(kwb_da + ((kwb_w / {}) * {} + kwb_lane % 16) * {lda} + (kwb_lane / 16) * 8);",
-                mma.warps_n,
-                mma.warp_rows()
-            ));
-            self.line(&format!(
-                "const unsigned kwb_sb = kwb_smem(kwb_db + (kwb_lane % 16) * {ldb} + (kwb_w % {}) * {} + (kwb_lane / 16) * 8);",
-                mma.warps_n,
-                mma.warp_cols()
-            ));
+            let (a_at, b_at) = match &ring {
+                None => {
+                    self.line(&format!(
+                        "const unsigned kwb_sa = kwb_smem(kwb_da + ((kwb_w / {}) * {} + kwb_lane % 16) * {lda} + (kwb_lane / 16) * 8);",
+                        mma.warps_n,
+                        mma.warp_rows()
+                    ));
+                    self.line(&format!(
+                        "const unsigned kwb_sb = kwb_smem(kwb_db + (kwb_lane % 16) * {ldb} + (kwb_w % {}) * {} + (kwb_lane / 16) * 8);",
+                        mma.warps_n,
+                        mma.warp_cols()
+                    ));
+                    (
+                        format!("kwb_sa + (i * {} + kk) * {size}", 16 * lda),
+                        format!("kwb_sb + (kk * {ldb} + j * 8) * {size}"),
+                    )
+                }
+                Some((ra, rb)) => {
+                    // Swizzled buffers (`ring.rs`): this lane's row and 16-byte chunk.
+                    self.line(&format!("const unsigned kwb_sa = {};", ra.base));
+                    self.line(&format!("const unsigned kwb_sb = {};", rb.base));
+                    self.line(&format!(
+                        "const int kwb_ar = (kwb_w / {}) * {} + kwb_lane % 16;",
+                        mma.warps_n,
+                        mma.warp_rows()
+                    ));
+                    self.line(&format!(
+                        "const int kwb_bc = (kwb_w % {}) * {} + kwb_lane / 16;",
+                        mma.warps_n,
+                        mma.warp_cols() / 8
+                    ));
+                    (
+                        format!(
+                            "kwb_sa + kwb_swz<{}>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16)",
+                            ra.cpr
+                        ),
+                        format!(
+                            "kwb_sb + kwb_swz<{}>(kk + kwb_lane % 16, kwb_bc + j)",
+                            rb.cpr
+                        ),
+                    )
+                }
+            };
             self.line("#pragma unroll");
             self.open(&format!("for (int kk = 0; kk < {k}; kk += 16) {{"));
             self.line(&format!("unsigned kwb_af[{mt}][4];"));
             self.line(&format!("unsigned kwb_bf[{nt}][2];"));
             self.line("#pragma unroll");
             self.line(&format!(
-                "for (int i = 0; i < {mt}; ++i) kwb_ldsm_x4(kwb_af[i], kwb_sa + (i * {} + kk) * {size});",
-                16 * lda
+                "for (int i = 0; i < {mt}; ++i) kwb_ldsm_x4(kwb_af[i], {a_at});"
             ));
             self.line("#pragma unroll");
             self.line(&format!(
-                "for (int j = 0; j < {nt}; j += 2) kwb_ldsm_x4_trans(kwb_bf[j], kwb_bf[j + 1], kwb_sb + (kk * {ldb} + j * 8) * {size});"
+                "for (int j = 0; j < {nt}; j += 2) kwb_ldsm_x4_trans(kwb_bf[j], kwb_bf[j + 1], {b_at});"
             ));
             self.line("#pragma unroll");
             self.open(&format!("for (int i = 0; i < {mt}; ++i) {{"));
@@ -197,7 +236,7 @@ impl Writer<'_> {
         }
         if double {
             self.line(&format!("kwb_dotbuf_{site} ^= 1;"));
-        } else {
+        } else if ring.is_none() {
             self.line("__syncthreads();");
         }
         self.close("}");

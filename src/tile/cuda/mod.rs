@@ -13,9 +13,11 @@ mod math;
 mod memory;
 mod mma;
 mod names;
+mod pipeline;
 mod reduce;
 mod relayout;
 mod remat;
+mod ring;
 mod unify;
 mod writer;
 
@@ -55,6 +57,7 @@ fn helpers_for(code: &str) -> String {
         .iter()
         .chain(reduce::ARG_HELPERS)
         .chain(dot::HELPERS)
+        .chain(ring::HELPERS)
         .copied()
         .collect();
     let mut used = vec![false; all.len()];

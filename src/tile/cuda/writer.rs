@@ -22,7 +22,7 @@ pub struct Writer<'k> {
     /// The function body being written.
     pub out: String,
     indent: usize,
-    file: String,
+    pub file: String,
     /// Bytes of the scratch buffer that layout changes and axis reductions share.
     pub scratch_bytes: u64,
     /// Bytes of the per-site buffers of full reductions (each site its own region).
@@ -35,6 +35,18 @@ pub struct Writer<'k> {
     pub allow_double: bool,
     /// Scalar variables assigned exactly once, by a constant.
     consts: HashMap<VarId, Const>,
+    /// Bytes of the rings of pipelined loads (`ring.rs`).
+    pub ring_bytes: u64,
+    /// The most buffers a ring may have (lowered when the rings do not fit).
+    pub stage_cap: u64,
+    /// The most buffers any ring of this kernel took.
+    pub max_stages: u64,
+    /// Pipelined loops written so far (names their ring counters).
+    pub rings: u32,
+    /// During a pipelined loop's compute phase: the dot operands read from a ring.
+    pub ring_reads: HashMap<VarId, super::ring::RingRead>,
+    /// Loads that go to a ring and never to registers (not declared).
+    pub ringed: Vec<VarId>,
     /// How many times each variable is assigned, and its op when that is once.
     pub defs: HashMap<VarId, (u32, Option<Op>)>,
 }
@@ -70,6 +82,12 @@ impl<'k> Writer<'k> {
             dot_sites: Vec::new(),
             allow_double: true,
             consts,
+            ring_bytes: 0,
+            stage_cap: 8,
+            max_stages: 0,
+            rings: 0,
+            ring_reads: HashMap::new(),
+            ringed: Vec::new(),
             defs,
         }
     }
@@ -126,6 +144,11 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// The constant value of a scalar assigned once by a constant.
+    pub fn const_of(&self, v: VarId) -> Option<Const> {
+        self.consts.get(&v).copied()
+    }
+
     pub fn facts(&self, v: VarId) -> Facts {
         self.facts
             .get(v.0 as usize)
@@ -151,11 +174,19 @@ impl<'k> Writer<'k> {
         let k = self.k;
         let body_stmts = k.body.clone();
         self.block(&body_stmts);
-        let smem = self.scratch_bytes + self.site_bytes + self.dot_bytes;
+        let smem = self.scratch_bytes + self.site_bytes + self.dot_bytes + self.ring_bytes;
         if smem > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
             // The dots' second copies took too much: write it again with one copy each.
             let mut again = Writer::new(k);
             again.allow_double = false;
+            again.stage_cap = self.stage_cap;
+            return again.kernel();
+        }
+        if smem > SMEM_LIMIT && self.ring_bytes > 0 {
+            // The rings took too much: write it again with a buffer fewer (none below two).
+            let mut again = Writer::new(k);
+            again.allow_double = self.allow_double;
+            again.stage_cap = self.max_stages.saturating_sub(1);
             return again.kernel();
         }
         let mut head = String::new();
@@ -200,6 +231,13 @@ impl<'k> Writer<'k> {
                 k.name, smem
             );
         }
+        if self.ring_bytes > 0 {
+            let _ = writeln!(
+                head,
+                "    __shared__ __align__(128) unsigned char kwb_ring[{}];",
+                self.ring_bytes
+            );
+        }
         if self.dot_bytes > 0 {
             let _ = writeln!(
                 head,
@@ -229,7 +267,7 @@ impl<'k> Writer<'k> {
         let params: Vec<VarId> = k.params.iter().map(|p| p.var).collect();
         for (i, v) in k.vars.iter().enumerate() {
             let id = VarId(i as u32);
-            if params.contains(&id) {
+            if params.contains(&id) || self.ringed.contains(&id) {
                 continue;
             }
             let t = c_elem(v.ty.elem);
@@ -251,7 +289,7 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn stmt(&mut self, s: &Stmt) {
+    pub fn stmt(&mut self, s: &Stmt) {
         let line = s.loc.line.max(1);
         let directive = format!("#line {line} \"{}\"\n", self.file);
         self.out.push_str(&directive);
@@ -280,7 +318,11 @@ impl<'k> Writer<'k> {
                 end,
                 step,
                 body,
-            } => self.for_loop(*var, *start, *end, *step, body),
+                num_stages,
+            } => match self.pipeline_plan(*var, *step, body, *num_stages) {
+                Some(plan) => self.pipelined_loop(*var, *start, *end, *step, body, &plan),
+                None => self.for_loop(*var, *start, *end, *step, body),
+            },
             StmtKind::While {
                 cond_body,
                 cond,
@@ -323,7 +365,7 @@ impl<'k> Writer<'k> {
 
     /// A loop body whose full reductions reuse their shared buffers on the next iteration
     /// needs a barrier in between; two barrier sites at its top level already give one.
-    fn loop_end(&mut self, body: &[Stmt]) {
+    pub fn loop_end(&mut self, body: &[Stmt]) {
         let mut reduces = false;
         super::layout::visit(body, &mut |s| {
             if let StmtKind::Assign { dst, op } = &s.kind {

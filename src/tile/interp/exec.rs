@@ -193,6 +193,7 @@ impl<'a> Machine<'a> {
                 end,
                 step,
                 body,
+                ..
             } => self.for_loop(*var, *start, *end, *step, body),
             StmtKind::While {
                 cond_body,

@@ -116,6 +116,7 @@ impl<'k> Validator<'k> {
                 end,
                 step,
                 body,
+                ..
             } => {
                 for v in [var, start, end, step] {
                     self.int_scalar(*v)?;

@@ -1,0 +1,236 @@
+//! A software-pipelined loop (planned by `pipeline.rs`): the loads that feed its dots go
+//! straight from global memory into rings of shared-memory buffers with `cp.async`, and the
+//! dots read their operands from the ring.
+//!
+//! ```text
+//! prologue:   issue iterations 0 .. S-2 (each its own commit group)
+//! iteration k: wait until iteration k's group landed (cp.async.wait_group S-2), barrier,
+//!              issue iteration k+S-1 into the buffer iteration k-1 read, commit,
+//!              compute iteration k from buffer k % S
+//! ```
+//! The barrier both publishes buffer `k` to every warp and tells a warp that every other warp
+//! has finished reading buffer `k - 1`, which it is about to overwrite. An iteration's address
+//! slice (pointers, masks) runs when its copies are issued, with the loop variable set to that
+//! iteration's value (a C block that shadows it); past the loop's end nothing is issued and an
+//! empty group is committed, so the wait counts stay right.
+//!
+//! Copies are 16-byte `cp.async.cg` (8 and 4 bytes: `.ca`) when the axis facts prove the
+//! vectors, with a source size of 0 for a masked-off vector, which zero-fills it; otherwise
+//! element by element, a predicated load and a shared store. Buffers are unpadded and swizzled
+//! in 16-byte chunks: chunk `c` of row `r` (row-major, `cpr` chunks a row) lives at chunk
+//! `l ^ ((l / max(cpr, 8)) % 8)` with `l = r * cpr + c`, so the 8 rows one `ldmatrix` phase
+//! reads, and the 8 chunks of a 128-byte line the copies write, fall in 8 different bank groups.
+
+use super::names::{c_scalar, elem_scalar};
+use super::pipeline::Plan;
+use super::writer::Writer;
+use crate::tile::ir::{Stmt, VarId};
+use std::fmt::Write as _;
+
+/// Device helpers for the rings, by name.
+pub const HELPERS: &[(&str, &str)] = &[
+    (
+        "kwb_swz",
+        r#"template <int CPR> static __device__ __forceinline__ unsigned kwb_swz(int row, int chunk) {
+    const int l = row * CPR + chunk;
+    return (unsigned)(l ^ ((l / (CPR > 8 ? CPR : 8)) % 8)) * 16u;
+}
+"#,
+    ),
+    (
+        "kwb_cp16",
+        r#"static __device__ __forceinline__ void kwb_cp16(unsigned dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(pred ? 16 : 0));
+}
+"#,
+    ),
+    (
+        "kwb_cp8",
+        r#"static __device__ __forceinline__ void kwb_cp8(unsigned dst, const void* src, bool pred) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(dst), "l"(src), "r"(pred ? 8 : 0));
+}
+"#,
+    ),
+    (
+        "kwb_cp4",
+        r#"static __device__ __forceinline__ void kwb_cp4(unsigned dst, const void* src, bool pred) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst), "l"(src), "r"(pred ? 4 : 0));
+}
+"#,
+    ),
+    (
+        "kwb_cp_commit",
+        r#"static __device__ __forceinline__ void kwb_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+"#,
+    ),
+    (
+        "kwb_cp_wait",
+        r#"template <int N> static __device__ __forceinline__ void kwb_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+"#,
+    ),
+];
+
+/// A dot operand read from a ring during the compute phase.
+#[derive(Debug, Clone)]
+pub struct RingRead {
+    /// C expression: the shared-memory address (`unsigned`) of the buffer being read.
+    pub base: String,
+    /// Chunks (16 bytes) per row.
+    pub cpr: u64,
+}
+
+impl Writer<'_> {
+    pub fn pipelined_loop(
+        &mut self,
+        var: VarId,
+        start: VarId,
+        end: VarId,
+        step: VarId,
+        body: &[Stmt],
+        plan: &Plan,
+    ) {
+        let id = self.rings;
+        self.rings += 1;
+        self.ring_bytes += plan.bytes;
+        self.max_stages = self.max_stages.max(plan.stages);
+        let s = plan.stages;
+        let t = c_scalar(elem_scalar(self.k, var));
+        let v = self.name(var).to_string();
+        let (rd, wr) = (format!("kwb_rd{id}"), format!("kwb_wr{id}"));
+        let loads: Vec<String> = plan
+            .loads
+            .iter()
+            .map(|l| format!("`{}` [{}, {}]", self.name(l.dst), l.rows, l.cols))
+            .collect();
+        self.line(&format!(
+            "// software pipeline: {} copied by cp.async into rings of {s} shared buffers",
+            loads.join(" and ")
+        ));
+        self.open("{");
+        self.line(&format!("const {t} kwb_end = {};", self.name(end)));
+        self.line(&format!("const {t} kwb_step = {};", self.name(step)));
+        self.line(&format!("int {rd} = 0;"));
+        self.line(&format!("int {wr} = 0;"));
+        self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
+        // Prologue: iterations 0 .. S-2.
+        self.line("#pragma unroll");
+        self.open(&format!(
+            "for (int kwb_s = 0; kwb_s < {}; ++kwb_s) {{",
+            s - 1
+        ));
+        let first = format!("({t})({} + kwb_s * kwb_step)", self.name(start));
+        self.issue(&v, t, &first, body, plan, &wr);
+        self.line("kwb_cp_commit();");
+        self.line(&format!("{wr} += 1;"));
+        self.close("}");
+        self.open(&format!(
+            "for ({v} = {}; {v} < kwb_end; {v} = ({t})({v} + kwb_step)) {{",
+            self.name(start)
+        ));
+        self.line(&format!("kwb_cp_wait<{}>();", s - 2));
+        self.line("__syncthreads();");
+        let next = format!("({t})({v} + {} * kwb_step)", s - 1);
+        self.issue(&v, t, &next, body, plan, &wr);
+        self.line("kwb_cp_commit();");
+        self.line(&format!("{wr} = {wr} == {} ? 0 : {wr} + 1;", s - 1));
+        for l in &plan.loads {
+            let read = RingRead {
+                base: format!(
+                    "(kwb_smem(kwb_ring) + {} + {rd} * {})",
+                    l.offset, l.stage_bytes
+                ),
+                cpr: l.cols / 8,
+            };
+            self.ring_reads.insert(l.dst, read);
+            self.ringed.push(l.dst);
+        }
+        for &i in &plan.compute {
+            self.stmt(&body[i]);
+        }
+        for l in &plan.loads {
+            self.ring_reads.remove(&l.dst);
+        }
+        self.line(&format!("{rd} = {rd} == {} ? 0 : {rd} + 1;", s - 1));
+        self.loop_end(body);
+        self.close("}");
+        self.line("kwb_cp_wait<0>();");
+        self.close("}");
+    }
+
+    /// The address slice of the iteration whose loop variable is `at`, and its copies into
+    /// buffer `slot`, when that iteration exists.
+    fn issue(&mut self, v: &str, t: &str, at: &str, body: &[Stmt], plan: &Plan, slot: &str) {
+        self.open("{");
+        self.line(&format!("const {t} kwb_it = {at};"));
+        self.line(&format!("const {t} {v} = kwb_it;"));
+        self.open(&format!("if ({v} < kwb_end) {{"));
+        for &i in &plan.ahead {
+            match plan.loads.iter().find(|l| l.stmt == i) {
+                Some(l) => {
+                    let l = l.clone();
+                    let line = body[i].loc.line.max(1);
+                    let file = self.file.clone();
+                    let _ = writeln!(self.out, "#line {line} \"{file}\"");
+                    self.copy(l.ptr, l.mask, l.cols, l.offset, l.stage_bytes, slot);
+                }
+                None => self.stmt(&body[i]),
+            }
+        }
+        self.close("}");
+        self.close("}");
+    }
+
+    /// The copies of one pointer tile into buffer `slot` of a ring at `offset`.
+    fn copy(
+        &mut self,
+        ptr: VarId,
+        mask: Option<VarId>,
+        cols: u64,
+        offset: u64,
+        stage: u64,
+        slot: &str,
+    ) {
+        let l = self.layout(ptr);
+        let w = self.vector_width(ptr, mask);
+        let bytes = w * 2;
+        let f = l.flat_expr("e");
+        let cpr = cols / 8;
+        let owner = l
+            .owner_expr()
+            .map(|o| format!("if ({o}) "))
+            .unwrap_or_default();
+        let m = |w: &Writer| {
+            mask.map(|m| w.at(m, "e"))
+                .unwrap_or_else(|| "true".to_string())
+        };
+        self.open("{");
+        self.line(&format!(
+            "unsigned char* kwb_buf = kwb_ring + {offset} + {slot} * {stage};"
+        ));
+        self.line("#pragma unroll");
+        if matches!(bytes, 4 | 8 | 16) {
+            self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
+            self.line(&format!("const int kwb_f = {f};"));
+            self.line(&format!(
+                "{owner}kwb_cp{bytes}(kwb_smem(kwb_buf + kwb_swz<{cpr}>(kwb_f / {cols}, (kwb_f % {cols}) / 8) + (kwb_f % 8) * 2), {}, {});",
+                self.at(ptr, "e"),
+                m(self)
+            ));
+        } else {
+            // Element by element: 2-byte elements have no cp.async.
+            self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
+            self.line(&format!("const int kwb_f = {f};"));
+            self.line("unsigned short r = 0;");
+            self.line(&format!(
+                "kwb_ld16s(r, {}, {});",
+                self.at(ptr, "e"),
+                m(self)
+            ));
+            self.line(&format!(
+                "{owner}*reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<{cpr}>(kwb_f / {cols}, (kwb_f % {cols}) / 8) + (kwb_f % 8) * 2) = r;"
+            ));
+        }
+        self.close("}");
+        self.close("}");
+    }
+}
