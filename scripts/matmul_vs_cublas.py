@@ -71,7 +71,9 @@ def triton_median_us(m, n, k):
     spec = importlib.util.spec_from_loader(loader.name, loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+    # v4.tile's K loop takes its stage count from NUM_STAGES (`tl.range(..., num_stages=)`),
+    # so each configuration's num_stages goes there too.
+    configs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "NUM_STAGES": st},
                              num_stages=st, num_warps=w) for bm, bn, bk, st, w in TUTORIAL_CONFIGS]
     kernel = triton.autotune(configs=configs, key=["M", "N", "K"])(mod.matmul_kernel)
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
