@@ -5,22 +5,12 @@
 
 mod support;
 
-use kwb::report::{json::from_json, Backend, BatchReport, Status};
-
-fn cpu_batch(args: &[&str]) -> (i32, BatchReport, String) {
-    support::provision_nvrtc();
-    let mut all = vec!["batch", "--cpu", "--format", "json", "--seed", "7"];
-    all.extend_from_slice(args);
-    let (code, out, err) = support::run_kwb(&all);
-    let report =
-        from_json(&out).unwrap_or_else(|e| panic!("not a JSON report ({e}):\n{out}\n{err}"));
-    (code, report, err)
-}
+use kwb::report::{Backend, BatchReport, Status};
 
 fn assert_all_pass(workspace: &str, extra: &[&str]) -> BatchReport {
     let mut args = vec![workspace];
     args.extend_from_slice(extra);
-    let (code, report, err) = cpu_batch(&args);
+    let (code, report, err) = support::cpu_batch_json(&args);
     for r in &report.results {
         assert_eq!(
             r.status,
@@ -124,7 +114,7 @@ fn tile_kernels_pass_at_sizes_that_exercise_their_masks() {
 
 #[test]
 fn broken_kernels_are_reported_with_what_and_where() {
-    let (code, report, err) = cpu_batch(&[
+    let (code, report, err) = support::cpu_batch_json(&[
         "tests/fixtures/broken/broken.yaml",
         "--versions",
         "good,oob,wrong,unwritten,good2",
@@ -184,7 +174,7 @@ fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
         ),
     )
     .unwrap();
-    let (code, report, err) = cpu_batch(&[ws.to_str().unwrap()]);
+    let (code, report, err) = support::cpu_batch_json(&[ws.to_str().unwrap()]);
     assert_eq!(code, kwb::exit::CHECK_FAILED, "{err}");
     let r = &report.results[0];
     assert_eq!(r.status, Status::CheckFailed, "{:?}", r.message);

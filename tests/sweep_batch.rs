@@ -5,17 +5,7 @@
 
 mod support;
 
-use kwb::report::{json::from_json, BatchReport, Status};
-
-fn batch(args: &[&str]) -> (i32, BatchReport, String) {
-    support::provision_nvrtc();
-    let mut all = vec!["batch", "--cpu", "--format", "json", "--seed", "7"];
-    all.extend_from_slice(args);
-    let (code, out, err) = support::run_kwb(&all);
-    let report =
-        from_json(&out).unwrap_or_else(|e| panic!("not a JSON report ({e}):\n{out}\n{err}"));
-    (code, report, err)
-}
+use kwb::report::{BatchReport, Status};
 
 fn by<'a>(report: &'a BatchReport, version: &str) -> &'a kwb::report::RunResult {
     report
@@ -27,7 +17,7 @@ fn by<'a>(report: &'a BatchReport, version: &str) -> &'a kwb::report::RunResult 
 
 #[test]
 fn a_block_over_1024_threads_is_skipped_with_its_reason() {
-    let (code, report, err) = batch(&["tests/fixtures/sweep/sweep.yaml"]);
+    let (code, report, err) = support::cpu_batch_json(&["tests/fixtures/sweep/sweep.yaml"]);
     assert_eq!(code, kwb::exit::OK, "{err}");
     let names: Vec<&str> = report.results.iter().map(|r| r.version.as_str()).collect();
     assert_eq!(
@@ -67,7 +57,8 @@ fn a_block_over_1024_threads_is_skipped_with_its_reason() {
 
 #[test]
 fn a_failed_static_assert_skips_only_the_configurations_it_fails_for() {
-    let (code, report, err) = batch(&["tests/fixtures/sweep/capped.yaml", "--versions", "copy"]);
+    let (code, report, err) =
+        support::cpu_batch_json(&["tests/fixtures/sweep/capped.yaml", "--versions", "copy"]);
     assert_eq!(code, kwb::exit::OK, "{err}");
     assert_eq!(report.results.len(), 6);
     for r in &report.results {
@@ -92,7 +83,8 @@ fn a_failed_static_assert_skips_only_the_configurations_it_fails_for() {
 
 #[test]
 fn a_sweep_with_no_configuration_that_compiles_is_a_compile_error() {
-    let (code, report, err) = batch(&["tests/fixtures/sweep/capped.yaml", "--versions", "never"]);
+    let (code, report, err) =
+        support::cpu_batch_json(&["tests/fixtures/sweep/capped.yaml", "--versions", "never"]);
     assert_eq!(code, kwb::exit::COMPILE_ERROR, "{err}");
     assert!(report
         .results
@@ -102,7 +94,7 @@ fn a_sweep_with_no_configuration_that_compiles_is_a_compile_error() {
 
 #[test]
 fn versions_select_whole_sweeps_or_single_configurations() {
-    let (_, report, err) = batch(&[
+    let (_, report, err) = support::cpu_batch_json(&[
         "tests/fixtures/sweep/capped.yaml",
         "--versions",
         "copy[BLOCK=1024,num_warps=2],copy[BLOCK=2048,num_warps=4]",

@@ -16,41 +16,19 @@ use kwb::ui::theme::Theme;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::Line;
 use ratatui::Terminal;
-
-fn text(buf: &Buffer) -> String {
-    let a = buf.area;
-    let mut out = String::new();
-    for y in a.top()..a.bottom() {
-        let mut row = String::new();
-        let mut skip = 0;
-        for x in a.left()..a.right() {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let symbol = buf[(x, y)].symbol();
-            skip = Line::raw(symbol).width().saturating_sub(1);
-            row.push_str(symbol);
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
-    out
-}
 
 fn body(app: &App, w: u16, h: u16) -> String {
     let area = Rect::new(0, 0, w, h);
     let mut buf = Buffer::empty(area);
     tabs::render_body(app, &Theme::builtin(), area, &mut buf);
-    text(&buf)
+    support::buffer_text(&buf)
 }
 
 fn screen(app: &App, w: u16, h: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
     terminal.draw(|f| draw(f, app, &Theme::builtin())).unwrap();
-    text(terminal.backend().buffer())
+    support::buffer_text(terminal.backend().buffer())
 }
 
 fn app_for(workspace: &str) -> App {

@@ -296,33 +296,11 @@ fn compare_app() -> App {
     app
 }
 
-/// The buffer as text, one line per row, trailing spaces dropped.
-fn text(buf: &Buffer) -> String {
-    let a = buf.area;
-    let mut out = String::new();
-    for y in a.top()..a.bottom() {
-        let mut row = String::new();
-        let mut skip = 0;
-        for x in a.left()..a.right() {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            let symbol = buf[(x, y)].symbol();
-            skip = Line::raw(symbol).width().saturating_sub(1);
-            row.push_str(symbol);
-        }
-        out.push_str(row.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 /// The whole screen at `w`×`h`, drawn through a terminal as the TUI does.
 fn screen(app: &App, w: u16, h: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
     terminal.draw(|f| draw(f, app, &Theme::builtin())).unwrap();
-    text(terminal.backend().buffer())
+    support::buffer_text(terminal.backend().buffer())
 }
 
 /// One panel rendered alone into a `w`×`h` buffer.
@@ -330,7 +308,7 @@ fn panel(app: &App, w: u16, h: u16, render: fn(&App, &Theme, Rect, &mut Buffer))
     let area = Rect::new(0, 0, w, h);
     let mut buf = Buffer::empty(area);
     render(app, &Theme::builtin(), area, &mut buf);
-    text(&buf)
+    support::buffer_text(&buf)
 }
 
 fn both_sizes(name: &str, app: &App) {
@@ -636,7 +614,7 @@ fn help_overlay() {
     let area = Rect::new(0, 0, 64, 16);
     let mut buf = Buffer::empty(area);
     panels::help::render(&app.help_lines, &Theme::builtin(), area, &mut buf);
-    insta::assert_snapshot!("panel_help", text(&buf));
+    insta::assert_snapshot!("panel_help", support::buffer_text(&buf));
 }
 
 #[test]

@@ -104,3 +104,37 @@ pub fn run_kwb(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A ratatui buffer as text, one line per row, trailing spaces dropped (a wide symbol counts
+/// once): what the snapshot tests compare.
+pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
+    let a = buf.area;
+    let mut out = String::new();
+    for y in a.top()..a.bottom() {
+        let mut row = String::new();
+        let mut skip = 0;
+        for x in a.left()..a.right() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            let symbol = buf[(x, y)].symbol();
+            skip = ratatui::text::Line::raw(symbol).width().saturating_sub(1);
+            row.push_str(symbol);
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// `kwb batch --cpu --format json --seed 7 ARGS`: exit code, the parsed report, stderr.
+pub fn cpu_batch_json(args: &[&str]) -> (i32, kwb::report::BatchReport, String) {
+    provision_nvrtc();
+    let mut all = vec!["batch", "--cpu", "--format", "json", "--seed", "7"];
+    all.extend_from_slice(args);
+    let (code, out, err) = run_kwb(&all);
+    let report = kwb::report::json::from_json(&out)
+        .unwrap_or_else(|e| panic!("not a JSON report ({e}):\n{out}\n{err}"));
+    (code, report, err)
+}
