@@ -201,6 +201,11 @@ pub(crate) fn new_report(
     backend: Option<report::Backend>,
 ) -> BatchReport {
     let sweeps = report::sweep::summarize(&mut results);
+    if let Some(peak) = device.as_ref().and_then(|d| d.tensor_peak_tflops()) {
+        for r in &mut results {
+            r.pct_of_tensor_peak = r.gflops.map(|g| g / 1e3 / peak * 100.0);
+        }
+    }
     BatchReport {
         schema: report::SCHEMA,
         kwb_version: env!("CARGO_PKG_VERSION").into(),

@@ -91,6 +91,22 @@ impl DeviceInfo {
             (None, None) => (None, "no peak"),
         }
     }
+
+    /// The dense fp16 tensor-core peak (fp32 accumulation), in TFLOP/s: SMs × the SM clock the
+    /// device reports × the FLOPs one SM's tensor cores do per clock on this architecture
+    /// (1024 on sm_70/sm_75, 2048 on sm_80, 4096 on sm_90, from NVIDIA's published peaks
+    /// and clocks). `None` for architectures not in that list.
+    pub fn tensor_peak_tflops(&self) -> Option<f64> {
+        let per_clock = match self.arch.as_str() {
+            "sm_70" | "sm_72" | "sm_75" => 1024.0,
+            "sm_80" => 2048.0,
+            "sm_90" | "sm_90a" => 4096.0,
+            _ => return None,
+        };
+        let tflops =
+            f64::from(self.sm_count) * f64::from(self.sm_clock_khz) * 1e3 * per_clock / 1e12;
+        (tflops > 0.0).then_some(tflops)
+    }
 }
 
 /// How launches were timed.
@@ -148,6 +164,10 @@ pub struct RunResult {
     /// the version's own choice at this size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepMark>,
+    /// GFLOP/s as a percentage of the device's dense fp16 tensor-core peak
+    /// ([`DeviceInfo::tensor_peak_tflops`]), where the workspace counts flops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_tensor_peak: Option<f64>,
 }
 
 impl RunResult {
@@ -171,6 +191,7 @@ impl RunResult {
             findings: Vec::new(),
             notes: Vec::new(),
             sweep: None,
+            pct_of_tensor_peak: None,
         }
     }
 

@@ -156,7 +156,47 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
     for g in regressions {
         out += &format!("regression: {}\n", super::render_regression(g));
     }
+    out += &compute_section(report);
     out += &super::sweep::render_text(report);
+    out
+}
+
+/// For workspaces that count flops: each timed result's TFLOP/s and its share of the device's
+/// dense fp16 tensor-core peak, below the table (whose columns are about bandwidth).
+fn compute_section(report: &BatchReport) -> String {
+    let rows: Vec<_> = grouped(report)
+        .into_iter()
+        .filter_map(|r| Some((r, r.gflops?)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let peak = report
+        .device
+        .as_ref()
+        .and_then(|d| Some((d, d.tensor_peak_tflops()?)));
+    let mut out = match peak {
+        Some((d, p)) => format!(
+            "\ncompute: TFLOP/s, and % of the dense fp16 tensor-core peak ({p:.0} TFLOP/s: {} SMs at {} MHz, {} FLOP per SM per clock)\n",
+            d.sm_count,
+            d.sm_clock_khz / 1000,
+            (p * 1e12 / (f64::from(d.sm_count) * f64::from(d.sm_clock_khz) * 1e3)).round()
+        ),
+        None => "\ncompute: TFLOP/s\n".to_string(),
+    };
+    let width = rows
+        .iter()
+        .map(|(r, _)| r.version.len() + r.size.len() + 3)
+        .max()
+        .unwrap_or(0);
+    for (r, g) in rows {
+        let name = format!("{} @ {}", r.version, r.size);
+        let pct = r
+            .pct_of_tensor_peak
+            .map(|p| format!("  {p:5.1}% of peak"))
+            .unwrap_or_default();
+        out += &format!("  {name:<width$}  {:9.1} TFLOP/s{pct}\n", g / 1e3);
+    }
     out
 }
 
@@ -365,5 +405,39 @@ v1-cp    | 16M  | skipped
         let out = render(&report, &[]);
         assert!(out.contains(" · timer: cupti · "), "{out}");
         assert!(!out.contains("(events)"), "{out}");
+    }
+
+    #[test]
+    fn workspaces_that_count_flops_get_tflops_and_the_tensor_core_share() {
+        let mut report = sample_report();
+        // 132 SMs at 1980 MHz, 4096 FLOP per SM per clock on sm_90.
+        let peak = report
+            .device
+            .as_ref()
+            .unwrap()
+            .tensor_peak_tflops()
+            .unwrap();
+        assert!((peak - 1070.5).abs() < 0.1, "{peak}");
+        assert!(!render(&report, &[]).contains("compute:"));
+        let mut mm = RunResult::new("v4", "4096^3", Status::Ok);
+        mm.flops = Some(2 * 4096u64.pow(3));
+        mm.set_timing(stats(400.0, 0.01, 100), StopReason::Converged, Some(3000.0));
+        mm.pct_of_tensor_peak = mm.gflops.map(|g| g / 1e3 / peak * 100.0);
+        report.results.push(mm);
+        let text = render(&report, &[]);
+        assert!(
+            text.contains("compute: TFLOP/s, and % of the dense fp16 tensor-core peak (1071 TFLOP/s: 132 SMs at 1980 MHz, 4096 FLOP per SM per clock)"),
+            "{text}"
+        );
+        // 2·4096³ FLOP in 400 µs: 343.6 TFLOP/s, 32.1% of 1070.5.
+        assert!(
+            text.contains("v4 @ 4096^3      343.6 TFLOP/s   32.1% of peak"),
+            "{text}"
+        );
+        let other = DeviceInfo {
+            arch: "sm_120".into(),
+            ..report.device.clone().unwrap()
+        };
+        assert_eq!(other.tensor_peak_tflops(), None);
     }
 }
