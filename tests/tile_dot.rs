@@ -144,9 +144,13 @@ fn grid(c: &Case) -> [u32; 3] {
     ]
 }
 
-/// Compiles `c`, checks the interpreter against the reference, and returns the CUDA and the
+/// What `interpret` hands on: the CUDA, its dynamic shared memory (bytes), A, B and the
 /// interpreter's C.
-fn interpret(c: &Case) -> (String, Vec<f32>, Vec<f32>, Vec<f32>) {
+type Interpreted = (String, u32, Vec<f32>, Vec<f32>, Vec<f32>);
+
+/// Compiles `c`, checks the interpreter against the reference, and returns the CUDA, the
+/// dynamic shared memory its launch needs, and the interpreter's C.
+fn interpret(c: &Case) -> Interpreted {
     let path = std::path::Path::new("tests/tile/dot_cases.tile");
     let compiled = kwb::tile::compile(path, SOURCE, &[request(c)]);
     assert!(
@@ -185,11 +189,16 @@ fn interpret(c: &Case) -> (String, Vec<f32>, Vec<f32>, Vec<f32>) {
         .unwrap_or_else(|e| panic!("{c:?}: the interpreter failed: {}", e.message));
     let got = f32s(&bufs[2].bytes);
     assert_eq!(got, reference(c, &a, &b), "{c:?}: interpreter vs reference");
-    (compiled.cuda, a, b, got)
+    let dynamic = compiled
+        .dynamic_shared
+        .iter()
+        .find(|(k, _)| k == "mm")
+        .map_or(0, |(_, b)| *b as u32);
+    (compiled.cuda, dynamic, a, b, got)
 }
 
 /// Runs the generated CUDA in the PTX emulator; C, or None without NVRTC.
-fn emulate(c: &Case, cuda: &str, a: &[f32], b: &[f32]) -> Option<(Vec<f32>, String)> {
+fn emulate(c: &Case, cuda: &str, dynamic: u32, a: &[f32], b: &[f32]) -> Option<(Vec<f32>, String)> {
     let nvrtc = match kwb::compile::nvrtc::nvrtc() {
         Ok(n) => n,
         Err(e) => {
@@ -218,7 +227,7 @@ fn emulate(c: &Case, cuda: &str, a: &[f32], b: &[f32]) -> Option<(Vec<f32>, Stri
         entry: "mm",
         grid: grid(c),
         block: [c.warps * 32, 1, 1],
-        dynamic_shared: 0,
+        dynamic_shared: dynamic,
         params: &[aa, ba, ca, bm, bn, bk],
     };
     let report = kwb::emu::run(&module, &launch, &mut mem, &Default::default())
@@ -274,10 +283,12 @@ fn dots_agree_in_the_interpreter_and_the_emulator() {
         staged(case(F16, 1, [32, 64, 16], 4, [48, 80, 80]), 4, true),
         // Element-by-element copies into the ring (K not a multiple of 8), 2 buffers.
         staged(case(F16, 0, [32, 32, 32], 4, [33, 41, 71]), 2, false),
+        // A ring past 48 KiB (4 x 24 KiB) in dynamic shared memory.
+        staged(case(F16, 0, [64, 128, 64], 4, [80, 144, 208]), 4, true),
     ];
     for c in &cases {
-        let (cuda, a, b, want) = interpret(c);
-        let Some((got, ptx)) = emulate(c, &cuda, &a, &b) else {
+        let (cuda, dynamic, a, b, want) = interpret(c);
+        let Some((got, ptx)) = emulate(c, &cuda, dynamic, &a, &b) else {
             continue;
         };
         assert_eq!(got, want, "{c:?}: emulator vs interpreter");
@@ -309,9 +320,36 @@ fn dots_agree_in_the_interpreter_and_the_emulator() {
 #[test]
 fn the_fp16_dot_kernel_matches_its_golden() {
     let c = case(DType::F16, 0, [32, 32, 16], 4, [40, 24, 40]);
-    let (cuda, ..) = interpret(&c);
+    let (cuda, dynamic, ..) = interpret(&c);
+    assert_eq!(dynamic, 0, "a small ring stays in static shared memory");
     support::assert_golden(&support::repo().join("tests/tile/ok_dot_f16.cu"), &cuda);
     // The accumulator never leaves registers: no staging of it through shared memory.
     assert!(cuda.contains("kwb_mma_f16_f32("), "{cuda}");
     assert!(!cuda.contains("kwb_scratch"), "{cuda}");
+}
+
+#[test]
+fn rings_past_48_kib_go_to_dynamic_shared_memory() {
+    // 4 stages of a 64 x 64 A tile and a 64 x 128 B tile: 4 x 24 KiB, all in `kwb_dyn`.
+    let c = staged(
+        case(DType::F16, 0, [64, 128, 64], 4, [80, 144, 208]),
+        4,
+        true,
+    );
+    let (cuda, dynamic, ..) = interpret(&c);
+    assert_eq!(dynamic, 4 * (64 * 64 + 64 * 128) * 2);
+    assert!(cuda.contains("extern __shared__ __align__(128) unsigned char kwb_dyn[];"));
+    assert!(!cuda.contains("__shared__ __align__(128) unsigned char kwb_ring["));
+    // 3 stages of 128 x 64 and 64 x 256 tiles (144 KiB): past 48 KiB, within sm_90's 227 KiB.
+    let big = staged(
+        case(DType::F16, 0, [128, 256, 64], 8, [128, 256, 192]),
+        3,
+        true,
+    );
+    let (_, dynamic, ..) = interpret(&big);
+    assert_eq!(dynamic, 3 * (128 * 64 + 64 * 256) * 2);
+    // 8 stages would take 384 KiB: the writer drops stages until the ring fits 227 KiB.
+    let capped = staged(big, 8, true);
+    let (_, dynamic, ..) = interpret(&capped);
+    assert_eq!(dynamic, 4 * (128 * 64 + 64 * 256) * 2);
 }

@@ -56,6 +56,9 @@ pub struct CompiledVersion {
     pub generated: Option<Arc<str>>,
     /// Tile versions: the checked tile IR of each kernel, for the CPU interpreter.
     pub tile_kernels: Vec<Arc<crate::tile::ir::Kernel>>,
+    /// Tile versions: kernel name → bytes of dynamic shared memory its launch needs (its
+    /// `cp.async` rings past 48 KiB); empty for `.cu`.
+    pub tile_dynamic_shared: Vec<(String, u64)>,
     /// The problem sizes this compile is specialised for; empty means every size.
     pub sizes: Vec<String>,
     /// Tile versions whose constexprs, `num_warps` or argument facts differ between sizes: the
@@ -66,6 +69,13 @@ pub struct CompiledVersion {
 impl CompiledVersion {
     pub fn kernel(&self, name: &str) -> Option<&KernelResources> {
         self.kernels.iter().find(|k| k.name == name)
+    }
+
+    /// The dynamic shared memory kernel `name` needs whatever the launch says (tile rings).
+    pub fn tile_dynamic_shared(&self, name: &str) -> u64 {
+        (self.tile_dynamic_shared.iter())
+            .find(|(k, _)| k == name)
+            .map_or(0, |(_, b)| *b)
     }
 
     /// The compile that serves problem size `size`.
@@ -97,6 +107,7 @@ impl CompiledVersion {
             millis: 0.0,
             generated: None,
             tile_kernels: Vec::new(),
+            tile_dynamic_shared: Vec::new(),
             sizes: Vec::new(),
             variants: Vec::new(),
         }

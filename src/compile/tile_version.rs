@@ -194,6 +194,7 @@ impl Compiler {
             return out;
         }
         out.tile_kernels = tiled.kernels;
+        out.tile_dynamic_shared = tiled.dynamic_shared;
         let cuda: Arc<str> = Arc::from(tiled.cuda);
         out.generated = Some(cuda.clone());
         self.compile_cuda(ws, v, &cuda, &[], &mut out);

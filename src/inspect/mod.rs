@@ -104,9 +104,15 @@ pub fn report(
                         resources: k.clone(),
                         launches: match version {
                             Some(v) if v.launches.iter().any(|l| l.entry == k.name) => {
-                                launches_of(ws, v, k, arch, &part.sizes)
+                                let need = part.tile_dynamic_shared(&k.name);
+                                launches_of(ws, v, k, arch, &part.sizes, need)
                             }
-                            _ => vec![default_launch(k, arch, block_default)],
+                            _ => vec![default_launch(
+                                k,
+                                arch,
+                                block_default,
+                                part.tile_dynamic_shared(&k.name),
+                            )],
                         },
                     })
                 })
@@ -166,18 +172,23 @@ fn occupancy_of(
     }
 }
 
-fn default_launch(k: &KernelResources, arch: Arch, block_default: u32) -> LaunchReport {
+fn default_launch(
+    k: &KernelResources,
+    arch: Arch,
+    block_default: u32,
+    tile_dynamic: u64,
+) -> LaunchReport {
     let block = u64::from(
         k.max_threads_per_block
             .unwrap_or(block_default)
             .min(block_default),
     );
-    let (occupancy, error) = occupancy_of(k, arch, block, 0);
+    let (occupancy, error) = occupancy_of(k, arch, block, tile_dynamic);
     LaunchReport {
         size: String::new(),
         grid: [0, 0, 0],
         block: [block, 1, 1],
-        dynamic_shared_bytes: 0,
+        dynamic_shared_bytes: tile_dynamic,
         occupancy,
         error,
     }
@@ -191,6 +202,7 @@ fn launches_of(
     k: &KernelResources,
     arch: Arch,
     sizes: &[String],
+    tile_dynamic: u64,
 ) -> Vec<LaunchReport> {
     let mut out = Vec::new();
     let at = |s: &&crate::workspace::ProblemSize| sizes.is_empty() || sizes.contains(&s.name);
@@ -209,6 +221,8 @@ fn launches_of(
                 eval3(&l.grid).and_then(|g| Ok((g, eval3(&l.block)?, l.shared.eval_u64(&env)?)));
             let report = match evaluated {
                 Ok((grid, block, shared)) => {
+                    // A tile kernel's rings in dynamic shared memory (as the launch plan does).
+                    let shared = shared.max(tile_dynamic);
                     let threads = block[0].saturating_mul(block[1]).saturating_mul(block[2]);
                     let (occupancy, error) = occupancy_of(k, arch, threads, shared);
                     LaunchReport {

@@ -64,6 +64,9 @@ pub struct Compiled {
     pub kernels: Vec<Arc<ir::Kernel>>,
     /// Every error and warning, with file, line and column.
     pub diagnostics: Vec<Diagnostic>,
+    /// Kernel name → bytes of dynamic shared memory its launch must pass (the kernels whose
+    /// `cp.async` rings did not fit beside their static shared memory in 48 KiB).
+    pub dynamic_shared: Vec<(String, u64)>,
 }
 
 /// Compiles the requested kernels of a `.tile`/`.py` source to CUDA C++.
@@ -74,11 +77,13 @@ pub fn compile(path: &Path, source: &str, requests: &[KernelRequest]) -> Compile
             cuda: String::new(),
             kernels: Vec::new(),
             diagnostics,
+            dynamic_shared: Vec::new(),
         };
     }
-    let cuda = cuda::write(&kernels);
+    let written = cuda::write_kernels(&kernels);
     Compiled {
-        cuda,
+        cuda: written.cuda,
+        dynamic_shared: written.dynamic_shared,
         kernels: kernels.into_iter().map(Arc::new).collect(),
         diagnostics,
     }

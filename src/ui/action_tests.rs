@@ -36,6 +36,7 @@ fn done(app: &App, generation: u64, ok: bool) -> Action {
         millis: 1.0,
         generated: None,
         tile_kernels: Vec::new(),
+        tile_dynamic_shared: Vec::new(),
         sizes: Vec::new(),
         variants: Vec::new(),
     };

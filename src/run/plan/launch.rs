@@ -178,7 +178,9 @@ pub(super) fn plan_launch(
             }
         }
     }
-    let dynamic = eval("shared".into(), &launch.shared)?;
+    // A tile kernel's rings in dynamic shared memory need their bytes whatever `shared:` says.
+    let dynamic =
+        eval("shared".into(), &launch.shared)?.max(compiled.tile_dynamic_shared(&launch.entry));
     if dynamic.saturating_add(u64::from(kernel.static_shared_bytes))
         > u64::from(arch.max_shared_per_block_optin)
     {

@@ -138,9 +138,22 @@ fn launch_configurations_are_held_to_the_limits() {
 
 /// A one-file workspace around tests/fixtures/ptx/params_mix.cu or kernels/tests/*.cu.
 fn kernel_file(file: &str, launch: (&str, &str, &str, Vec<Arg>)) -> Result<RunJob, PlanError> {
+    kernel_file_needing(file, launch, &[])
+}
+
+/// `kernel_file`, its compile saying (as a tile version's does) that kernels need this much
+/// dynamic shared memory.
+fn kernel_file_needing(
+    file: &str,
+    launch: (&str, &str, &str, Vec<Arg>),
+    tile_dynamic: &[(&str, u64)],
+) -> Result<RunJob, PlanError> {
     let ws = Workspace::for_kernel_file(&repo().join(file)).unwrap();
     let mut v = ws.versions[0].clone();
-    let compiled = compiler().compile_version(Some(&ws), &v);
+    let mut compiled = compiler().compile_version(Some(&ws), &v);
+    compiled.tile_dynamic_shared = (tile_dynamic.iter())
+        .map(|(k, b)| (k.to_string(), *b))
+        .collect();
     assert!(compiled.ok, "{:?}", compiled.diagnostics);
     let x = Buffer {
         name: "x".into(),
@@ -187,6 +200,28 @@ fn static_shared_memory_and_launch_bounds_count() {
         "{e}"
     );
     assert!(kernel_file(file, ("bounded", "128", "0", args())).is_ok());
+}
+
+#[test]
+fn a_tile_kernels_ring_bytes_raise_the_dynamic_shared_memory() {
+    let file = "kernels/tests/shared_and_barriers.cu";
+    let args = || vec![Arg::Buffer("x".into()), Arg::Scalar(f("N"))];
+    let need = [("smem_user", 96 * 1024)];
+    let dynamic = |shared: &str| {
+        let job = kernel_file_needing(file, ("smem_user", "256", shared, args()), &need).unwrap();
+        job.program.launches[0].dynamic_shared_bytes
+    };
+    // The larger of what `shared:` says and what the kernel's rings need.
+    assert_eq!(dynamic("0"), 96 * 1024);
+    assert_eq!(dynamic("100Ki"), 100 * 1024);
+    // The need counts against the opt-in limit like any dynamic shared memory.
+    let too_much = [("smem_user", 227 * 1024)];
+    let e = kernel_file_needing(file, ("smem_user", "256", "0", args()), &too_much).unwrap_err();
+    assert!(e.to_string().contains("232448 bytes of dynamic"), "{e}");
+    // Another kernel's need does not count.
+    let other = [("bounded", 96 * 1024)];
+    let job = kernel_file_needing(file, ("smem_user", "256", "0", args()), &other).unwrap();
+    assert_eq!(job.program.launches[0].dynamic_shared_bytes, 0);
 }
 
 #[test]

@@ -16,7 +16,7 @@
 //! pointer tiles end the loop with the values they would have had: each iteration's slice runs
 //! exactly once, only earlier.
 
-use super::writer::{Writer, SMEM_LIMIT};
+use super::writer::{Writer, SMEM_OPTIN_LIMIT};
 use crate::tile::ir::{Const, Elem, Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::{HashMap, HashSet};
 
@@ -292,7 +292,7 @@ impl Writer<'_> {
             });
             per_stage += stage_bytes;
         }
-        let room = SMEM_LIMIT.saturating_sub(self.ring_bytes) / per_stage.max(1);
+        let room = SMEM_OPTIN_LIMIT.saturating_sub(self.ring_bytes) / per_stage.max(1);
         let stages = requested.min(self.stage_cap).min(room);
         if stages < 2 {
             return None;

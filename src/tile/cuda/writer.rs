@@ -11,8 +11,20 @@ use crate::tile::ir::{Const, Kernel, Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-/// Shared memory above this does not fit a program without opting in: reported as `#error`.
+/// Static shared memory above this does not fit a program: reported as `#error`. Rings that
+/// would take a kernel past it go to dynamic shared memory instead.
 pub const SMEM_LIMIT: u64 = 48 * 1024;
+
+/// Static + dynamic shared memory one block may use after opting in, on sm_90 (227 KiB): what
+/// the rings in dynamic shared memory may grow to, beside the kernel's static shared memory.
+pub const SMEM_OPTIN_LIMIT: u64 = 232_448;
+
+/// One kernel's CUDA C++ and the dynamic shared memory its launch needs.
+pub struct WrittenKernel {
+    pub cuda: String,
+    /// Bytes of `kwb_dyn` (the rings, when they do not fit beside the static shared memory).
+    pub dynamic_shared: u64,
+}
 
 pub struct Writer<'k> {
     pub k: &'k Kernel,
@@ -170,19 +182,22 @@ impl<'k> Writer<'k> {
     }
 
     /// The kernel: signature, declarations, body.
-    pub fn kernel(mut self) -> String {
+    pub fn kernel(mut self) -> WrittenKernel {
         let k = self.k;
         let body_stmts = k.body.clone();
         self.block(&body_stmts);
-        let smem = self.scratch_bytes + self.site_bytes + self.dot_bytes + self.ring_bytes;
-        if smem > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
+        // Static: everything but the rings. The rings join it while the total fits 48 KiB,
+        // else they go to dynamic shared memory, up to the opt-in limit.
+        let fixed = self.scratch_bytes + self.site_bytes + self.dot_bytes;
+        let dynamic = self.ring_bytes > 0 && fixed + self.ring_bytes > SMEM_LIMIT;
+        if fixed > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
             // The dots' second copies took too much: write it again with one copy each.
             let mut again = Writer::new(k);
             again.allow_double = false;
             again.stage_cap = self.stage_cap;
             return again.kernel();
         }
-        if smem > SMEM_LIMIT && self.ring_bytes > 0 {
+        if fixed + self.ring_bytes > SMEM_OPTIN_LIMIT && self.ring_bytes > 0 {
             // The rings took too much: write it again with a buffer fewer (none below two).
             let mut again = Writer::new(k);
             again.allow_double = self.allow_double;
@@ -223,15 +238,23 @@ impl<'k> Writer<'k> {
             params.join(", ")
         );
         head.push_str("    const int kwb_tid = threadIdx.x;\n");
-        if smem > SMEM_LIMIT {
+        if fixed > SMEM_LIMIT {
             let _ = writeln!(
                 head,
                 "#error \"kwb tile: kernel `{}` needs {} bytes of shared memory for dots, layout \
                  changes and reductions, above the 48 KiB a program gets (use smaller tiles)\"",
-                k.name, smem
+                k.name, fixed
             );
         }
-        if self.ring_bytes > 0 {
+        if dynamic {
+            let _ = writeln!(
+                head,
+                "    // the rings ({} bytes) in dynamic shared memory: the launch passes that size",
+                self.ring_bytes
+            );
+            head.push_str("    extern __shared__ __align__(128) unsigned char kwb_dyn[];\n");
+            head.push_str("    unsigned char* const kwb_ring = kwb_dyn;\n");
+        } else if self.ring_bytes > 0 {
             let _ = writeln!(
                 head,
                 "    __shared__ __align__(128) unsigned char kwb_ring[{}];",
@@ -280,7 +303,10 @@ impl<'k> Writer<'k> {
         }
         head.push_str(&self.out);
         head.push_str("}\n");
-        head
+        WrittenKernel {
+            cuda: head,
+            dynamic_shared: if dynamic { self.ring_bytes } else { 0 },
+        }
     }
 
     pub fn block(&mut self, body: &[Stmt]) {

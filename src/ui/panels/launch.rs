@@ -79,14 +79,17 @@ pub fn launch_at(app: &App, index: usize, what_if: WhatIf) -> Result<LaunchAt<'_
                 .kernel(&l.entry)
                 .ok_or_else(|| format!("Kernel `{}` is not in {}'s CUBIN.", l.entry, view.name))?;
             let threads = product(&l.block, &env)?;
-            (kernel, Some(threads), l.shared.eval_u64(&env)?)
+            // A tile kernel's rings in dynamic shared memory, as the launch plan counts them.
+            let dynamic = l.shared.eval_u64(&env)?;
+            let dynamic = dynamic.max(compiled.tile_dynamic_shared(&l.entry));
+            (kernel, Some(threads), dynamic)
         }
         None => {
             let kernel = compiled
                 .kernels
                 .first()
                 .ok_or_else(|| format!("{} has no kernels.", view.name))?;
-            (kernel, None, 0)
+            (kernel, None, compiled.tile_dynamic_shared(&kernel.name))
         }
     };
     let default = kernel
