@@ -8,7 +8,7 @@ static __device__ __forceinline__ void kwb_ld16s(unsigned short& r, const void* 
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p ld.global.b16 %0, [%1];\n}"
                  : "+h"(r) : "l"(p), "r"((int)m) : "memory");
 }
-static __device__ __forceinline__ void kwb_st32s(void* p, unsigned v, bool m) {
+static __device__ __forceinline__ void kwb_st32(void* p, unsigned v, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p st.global.b32 [%0], %1;\n}"
                  :: "l"(p), "r"(v), "r"((int)m) : "memory");
 }
@@ -664,5 +664,5 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 8; ++e) t104[e] = (bool)(t102[e] & t103[e]);
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) kwb_st32s(c_ptrs_95[e], __float_as_uint(acc_48[e]), t104[e]);
+    for (int e = 0; e < 8; ++e) kwb_st32(c_ptrs_95[e], __float_as_uint(acc_48[e]), t104[e]);
 }

@@ -6,13 +6,13 @@ static __device__ __forceinline__ void kwb_ld128(uint4& r, const void* p, bool m
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %5, 0;\n @%%kwb_p ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\n}"
                  : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w) : "l"(p), "r"((int)m) : "memory");
 }
-static __device__ __forceinline__ void kwb_st32s(void* p, unsigned v, bool m) {
-    asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p st.global.b32 [%0], %1;\n}"
-                 :: "l"(p), "r"(v), "r"((int)m) : "memory");
-}
 static __device__ __forceinline__ void kwb_st128(void* p, uint4 v, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %5, 0;\n @%%kwb_p st.global.v4.b32 [%0], {%1, %2, %3, %4};\n}"
                  :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)m) : "memory");
+}
+static __device__ __forceinline__ void kwb_st32(void* p, unsigned v, bool m) {
+    asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p st.global.b32 [%0], %1;\n}"
+                 :: "l"(p), "r"(v), "r"((int)m) : "memory");
 }
 template <typename T> static __device__ __forceinline__ void kwb_argmax_step(T& a, int& ai, T b, int bi) {
     if (b > a || (b == a && bi < ai) || (a != a && b == b)) { a = b; ai = bi; }
@@ -220,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     }
 #line 18 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) kwb_st32s(t35[e], (unsigned)(t36[e]), kwb_tid < 16);
+    for (int e = 0; e < 1; ++e) kwb_st32(t35[e], (unsigned)(t36[e]), kwb_tid < 16);
 #line 19 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t37[e] = colsum_ptr_3;

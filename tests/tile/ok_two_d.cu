@@ -6,7 +6,7 @@ static __device__ __forceinline__ void kwb_ld128(uint4& r, const void* p, bool m
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %5, 0;\n @%%kwb_p ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\n}"
                  : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w) : "l"(p), "r"((int)m) : "memory");
 }
-static __device__ __forceinline__ void kwb_st32s(void* p, unsigned v, bool m) {
+static __device__ __forceinline__ void kwb_st32(void* p, unsigned v, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p st.global.b32 [%0], %1;\n}"
                  :: "l"(p), "r"(v), "r"((int)m) : "memory");
 }
@@ -158,7 +158,7 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     for (int e = 0; e < 1; ++e) t22[e] = t21[e] + rows_4[e];
 #line 8 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) kwb_st32s(t22[e], (unsigned)(best_17[e]), kwb_tid < 16);
+    for (int e = 0; e < 1; ++e) kwb_st32(t22[e], (unsigned)(best_17[e]), kwb_tid < 16);
 #line 9 "tests/tile/ok_two_d.tile"
     {
         float* kwb_s = reinterpret_cast<float*>(kwb_scratch);

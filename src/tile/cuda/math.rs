@@ -137,22 +137,6 @@ pub const HELPERS: &[(&str, &str)] = &[
 "#,
     ),
     (
-        "kwb_ld32s",
-        r#"static __device__ __forceinline__ void kwb_ld32s(unsigned& r, const void* p, bool m) {
-    asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p ld.global.b32 %0, [%1];\n}"
-                 : "+r"(r) : "l"(p), "r"((int)m) : "memory");
-}
-"#,
-    ),
-    (
-        "kwb_st32s",
-        r#"static __device__ __forceinline__ void kwb_st32s(void* p, unsigned v, bool m) {
-    asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p st.global.b32 [%0], %1;\n}"
-                 :: "l"(p), "r"(v), "r"((int)m) : "memory");
-}
-"#,
-    ),
-    (
         "kwb_ld64s",
         r#"static __device__ __forceinline__ void kwb_ld64s(unsigned long long& r, const void* p, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p ld.global.b64 %0, [%1];\n}"

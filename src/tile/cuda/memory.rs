@@ -34,14 +34,14 @@ fn from_bits(s: Scalar, w: &str) -> String {
     }
 }
 
-/// The predicated scalar access helpers for an element of type `s`: their bit width and the
-/// unsigned C type that carries the bits.
-fn scalar_access(s: Scalar) -> (u32, &'static str) {
+/// The predicated scalar access helpers for an element of type `s`: load, store, and the
+/// unsigned C type that carries the bits (32-bit elements share the one-word vector helpers).
+fn scalar_access(s: Scalar) -> (&'static str, &'static str, &'static str) {
     match s.size() {
-        1 => (8, "unsigned short"),
-        2 => (16, "unsigned short"),
-        8 => (64, "unsigned long long"),
-        _ => (32, "unsigned"),
+        1 => ("kwb_ld8s", "kwb_st8s", "unsigned short"),
+        2 => ("kwb_ld16s", "kwb_st16s", "unsigned short"),
+        8 => ("kwb_ld64s", "kwb_st64s", "unsigned long long"),
+        _ => ("kwb_ld32", "kwb_st32", "unsigned"),
     }
 }
 
@@ -179,9 +179,9 @@ impl Writer<'_> {
     /// `d = m ? *p : other` as one predicated load: a masked-off lane never touches memory, and
     /// the code stays straight-line (no branch per element for ptxas to if-convert).
     fn masked_scalar_load(&self, s: Scalar, d: &str, p: &str, m: &str, other: &str) -> String {
-        let (b, ty) = scalar_access(s);
+        let (load, _, ty) = scalar_access(s);
         format!(
-            "{{ {ty} r = {}; kwb_ld{b}s(r, {p}, {m}); {d} = {}; }}",
+            "{{ {ty} r = {}; {load}(r, {p}, {m}); {d} = {}; }}",
             bits(s, other),
             from_bits(s, "r")
         )
@@ -189,8 +189,8 @@ impl Writer<'_> {
 
     /// `if (m) *p = v` as one predicated store.
     fn masked_scalar_store(&self, s: Scalar, p: &str, v: &str, m: &str) -> String {
-        let (b, _) = scalar_access(s);
-        format!("kwb_st{b}s({p}, {}, {m});", bits(s, v))
+        let (_, store, _) = scalar_access(s);
+        format!("{store}({p}, {}, {m});", bits(s, v))
     }
 
     /// 32-bit word `k` of a vector whose lane `j` is `lane(j)`.
