@@ -211,6 +211,8 @@ fn corpus() -> Vec<String> {
         "kernels/softmax/v5.tile".to_string(),
         "kernels/softmax/v6.tile".to_string(),
         "kernels/softmax/fused_softmax.py".to_string(),
+        "kernels/softmax/v8_chunked.tile".to_string(),
+        "kernels/matmul/v4.tile".to_string(),
     ];
     let mut fixtures: Vec<String> = std::fs::read_dir("tests/tile")
         .map(|d| {

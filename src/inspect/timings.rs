@@ -39,17 +39,16 @@ pub fn measure(ws: &Workspace, arch: Arch, repeats: usize) -> Result<CompileTimi
     let mut one_cpu = Vec::new();
     let mut specialisations = Vec::new();
     for v in &ws.versions {
-        let (mut best, mut best_cpu) = (f64::INFINITY, f64::INFINITY);
+        let (mut best, mut best_cpu, mut cubins) = (f64::INFINITY, f64::INFINITY, 1);
         for _ in 0..repeats {
-            let cpu = thread_cpu_ms();
+            let cpu = process_cpu_ms();
             let t = Instant::now();
             let c = std::hint::black_box(cold.compile_version(Some(ws), v));
             best = best.min(t.elapsed().as_secs_f64() * 1e3);
-            best_cpu = best_cpu.min(thread_cpu_ms() - cpu);
-            if specialisations.len() < one.len() + 1 {
-                specialisations.push((v.name.clone(), 1 + c.variants.len()));
-            }
+            best_cpu = best_cpu.min(process_cpu_ms() - cpu);
+            cubins = 1 + c.variants.len();
         }
+        specialisations.push((v.name.clone(), cubins));
         one.push((v.name.clone(), best));
         one_cpu.push((v.name.clone(), best_cpu));
     }
@@ -80,7 +79,7 @@ pub fn measure(ws: &Workspace, arch: Arch, repeats: usize) -> Result<CompileTimi
 }
 
 /// CPU time the process has used so far, all threads, in milliseconds.
-fn thread_cpu_ms() -> f64 {
+fn process_cpu_ms() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -9,12 +9,13 @@ use crate::tile::ir::{BinOp, Elem, Scalar, UnOp};
 
 /// The headers a generated file needs: each costs NVRTC time to parse (about 10 ms for
 /// `cuda_fp16.h` and 6 ms more for `cuda_bf16.h` on a 2-core machine), so a file includes
-/// only those whose types or functions its code names.
-pub fn headers(code: &str) -> String {
+/// only those whose types or functions its parts (helpers, kernels) name.
+pub fn headers(parts: &[&str]) -> String {
+    let names = |needle: &str| parts.iter().any(|p| p.contains(needle));
     let mut out = String::new();
-    let bf16 = code.contains("bfloat16") || code.contains("__nv_bfloat");
+    let bf16 = names("bfloat16") || names("__nv_bfloat");
     // `cuda_bf16.h` needs the half types too.
-    if bf16 || code.contains("half") || code.contains("__h") {
+    if bf16 || names("half") || names("__h") {
         out.push_str("#include <cuda_fp16.h>\n");
     }
     if bf16 {
