@@ -15,6 +15,10 @@ torch.profiler (CUPTI too) records it, with the same cold-L2 flush before each l
 Each softmax size is timed at every num_warps in --warps on both sides, and each side's best
 is reported (Triton's tutorial picks num_warps by block size; here both get their best).
 
+Softmax is also timed in one harness: kwb writes its CUBINs (`kwb inspect --cubin-dir`), CuPy
+loads them, and this script times kwb's kernel exactly as it times Triton's (same flush, same
+events, same profiler), so the two figures differ only by the kernels.
+
 Usage (on a GPU machine with torch and triton, from the repository root):
   python3 scripts/tile_vs_triton.py [--kwb .gpu-bundle/bin/kwb] [--json out.json]
 """
@@ -111,6 +115,43 @@ def triton_softmax(mod_path, entry, m, n, warps, args_of):
     return best + best_kernel
 
 
+def kwb_cubins(kwb, workspace_path):
+    """kwb's CUBINs for every version and size of a workspace (`kwb inspect --cubin-dir`), with
+    each launch's dynamic shared memory, keyed by (version, size)."""
+    out_dir = tempfile.mkdtemp(prefix="kwb-cubins-")
+    cmd = [kwb, "inspect", workspace_path, "--format", "json", "--cubin-dir", out_dir]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"kwb inspect failed:\n{out.stderr}")
+    found = {}
+    for v in json.loads(out.stdout)["versions"]:
+        for k in v["kernels"]:
+            for l in k["launches"]:
+                path = os.path.join(out_dir, f"{v['name']}@{l['size']}.cubin")
+                if not os.path.exists(path):
+                    path = os.path.join(out_dir, f"{v['name']}.cubin")
+                found[(v["name"], l["size"])] = (path, k["name"], l["dynamic_shared_bytes"])
+    return found
+
+
+def kwb_softmax_same_harness(cubin, m, n, warps):
+    """kwb's compiled softmax (its CUBIN, loaded by CuPy) timed by this script's own harness:
+    (events median, profiler kernel median), both in us."""
+    import cupy
+    import numpy
+    path, entry, dyn = cubin
+    kernel = cupy.RawModule(path=path).get_function(entry)
+    x = torch.randn(m, n, device="cuda", dtype=torch.float32)
+    y = torch.empty_like(x)
+    xc, yc = cupy.asarray(x), cupy.asarray(y)
+    args = (xc, yc, numpy.int32(m), numpy.int32(n))
+    launch = lambda: kernel((m,), (32 * warps,), args, shared_mem=dyn)
+    launch()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.softmax(x, dim=-1))
+    return cold_median_us(launch), profiled_median_us(launch, entry)
+
+
 def kwb_batch(kwb, workspace_path, versions=None, sizes=None, timer="events"):
     """Runs `kwb batch` (its own cold-L2 protocol) and returns its results by (version, size)."""
     cmd = [kwb, "batch", workspace_path, "--format", "json"]
@@ -167,6 +208,7 @@ def main():
     sweep_ws = softmax_sweep_workspace(warps)
     sweep = kwb_batch(a.kwb, sweep_ws)
     sweep_cupti = kwb_batch(a.kwb, sweep_ws, timer="cupti")
+    cubins = kwb_cubins(a.kwb, sweep_ws)
     for m, n in SOFTMAX_SIZES:
         size = f"{m}x{n}"
         t_us, t_w, t_kernel, t_kernel_w = triton_softmax(v5, "softmax_row", m, n, warps, lambda x, y, m, n: (x, y, m, n))
@@ -188,6 +230,17 @@ def main():
               f"kwb {k_us:8.2f} us (num_warps={k_w}, {gb / k_us:7.1f} GB/s) | kwb/Triton time {k_us / t_us:.3f}")
         print(f"softmax {size:>11} kernel: Triton {t_kernel:8.2f} us (num_warps={t_kernel_w}, profiler) | "
               f"kwb {kc_us:8.2f} us (num_warps={kc_w}, CUPTI) | kwb/Triton time {kc_us / t_kernel:.3f}")
+        # One harness for both: kwb's CUBIN timed exactly as Triton's kernel was.
+        same = [kwb_softmax_same_harness(cubins[(f"w{w}", size)], m, n, w) + (w,) for w in warps
+                if (f"w{w}", size) in cubins]
+        if same:
+            (s_ev, s_ev_w), (s_k, s_k_w) = min((e, w) for e, _, w in same), min((k, w) for _, k, w in same)
+            rows[-1].update(same_harness_kwb_us=s_ev, same_harness_kwb_warps=s_ev_w,
+                            same_harness_kwb_kernel_us=s_k, same_harness_kwb_kernel_warps=s_k_w)
+            print(f"softmax {size:>11} one harness, events: Triton {t_us:8.2f} us (num_warps={t_w}) | "
+                  f"kwb {s_ev:8.2f} us (num_warps={s_ev_w}) | kwb/Triton time {s_ev / t_us:.3f}")
+            print(f"softmax {size:>11} one harness, kernel: Triton {t_kernel:8.2f} us (num_warps={t_kernel_w}) | "
+                  f"kwb {s_k:8.2f} us (num_warps={s_k_w}) | kwb/Triton time {s_k / t_kernel:.3f}")
     for ws, tile, cuda, sizes in [("elementwise-add.yaml", "v8", "v7", ["16Mi", "256Mi"]),
                                   ("gelu.yaml", "v4", "v3", ["16Mi", "64Mi"])]:
         res = kwb_batch(a.kwb, os.path.join(REPO, "workspaces", ws), [cuda, tile], sizes)

@@ -224,6 +224,10 @@ struct InspectArgs {
     /// Include the CUDA C++ generated for each tile-language version (each specialisation).
     #[arg(long)]
     cuda: bool,
+    /// Also write each version's CUBIN into DIR: `VERSION.cubin`, or `VERSION@SIZE.cubin` for
+    /// each size of a specialised tile version. Existing files are never overwritten.
+    #[arg(long, value_name = "DIR")]
+    cubin_dir: Option<PathBuf>,
     /// Block size for kernels that no launch names (bare `.cu` files).
     #[arg(long, default_value_t = 256)]
     block: u32,
@@ -402,6 +406,19 @@ fn run_inspect(args: InspectArgs) -> i32 {
         }
     };
     let compiled = compiler.compile_workspace(&ws);
+    if let Some(dir) = &args.cubin_dir {
+        match inspect::cubins::write(&compiled, dir) {
+            Ok(paths) => {
+                for p in paths {
+                    eprintln!("wrote {}", p.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
     let report = inspect::report(
         &ws,
         &compiled,

@@ -113,3 +113,45 @@ fn inspect_cuda_prints_each_specialisation_of_a_tile_version() {
     ]);
     assert!(!plain.contains("generated CUDA"), "{plain}");
 }
+
+#[test]
+fn inspect_cubin_dir_writes_each_specialisation_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("cubins");
+    let path = out_dir.to_str().unwrap();
+    let args = [
+        "inspect",
+        "workspaces/elementwise-add.yaml",
+        "--version",
+        "v7",
+        "--version",
+        "v8",
+        "--cubin-dir",
+        path,
+    ];
+    let (code, out, err) = kwb(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    // v7 (.cu) serves every size with one CUBIN; v8 (tile) has one per specialisation, and
+    // each size gets the file of the one that serves it.
+    let read = |name: &str| {
+        std::fs::read(out_dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}\n{err}"))
+    };
+    for name in [
+        "v7.cubin",
+        "v8@1Mi.cubin",
+        "v8@16Mi.cubin",
+        "v8@256Mi.cubin",
+        "v8@odd.cubin",
+    ] {
+        assert_eq!(&read(name)[..4], b"\x7fELF", "{name} is not an ELF CUBIN");
+    }
+    assert_eq!(read("v8@1Mi.cubin"), read("v8@256Mi.cubin"));
+    assert_ne!(read("v8@1Mi.cubin"), read("v8@odd.cubin"));
+    assert_eq!(std::fs::read_dir(&out_dir).unwrap().count(), 5);
+    // A second run finds the files there: it says so and writes nothing.
+    std::fs::write(out_dir.join("v7.cubin"), b"mine").unwrap();
+    let (code, out, err) = kwb(&args);
+    assert_eq!(code, kwb::exit::USAGE, "{out}{err}");
+    assert!(err.contains("v7.cubin already exists"), "{err}");
+    assert_eq!(std::fs::read(out_dir.join("v7.cubin")).unwrap(), b"mine");
+}

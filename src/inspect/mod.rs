@@ -3,6 +3,7 @@
 //! is a plain serializable struct; [`text`] renders it for people, serde_json for programs
 //! (schema in docs/inspect-json.md).
 
+pub mod cubins;
 pub mod text;
 pub mod timings;
 
