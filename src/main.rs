@@ -243,6 +243,10 @@ struct InspectArgs {
     /// A bare `.tile`/`.py` file: warps per program (default 4).
     #[arg(long)]
     num_warps: Option<u32>,
+    /// Only these problem sizes (comma-separated names): a tile version is then specialised
+    /// for these alone, as a GPU run that leaves out the `emulate: true` sizes compiles it.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -368,6 +372,17 @@ fn run_inspect(args: InspectArgs) -> i32 {
         ws.versions.retain(|v| {
             args.versions.contains(&v.name) || args.versions.iter().any(|a| a == v.family())
         });
+    }
+    if !args.sizes.is_empty() {
+        let known: Vec<String> = ws.sizes.iter().map(|s| s.name.clone()).collect();
+        if let Some(bad) = args.sizes.iter().find(|s| !known.contains(s)) {
+            eprintln!(
+                "error: --sizes {bad}: no such size; sizes: {}",
+                known.join(", ")
+            );
+            return exit::USAGE;
+        }
+        ws.sizes.retain(|s| args.sizes.contains(&s.name));
     }
     let arch = match resolve_arch(args.arch.as_deref(), &ws) {
         Ok(a) => a,

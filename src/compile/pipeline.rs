@@ -89,6 +89,14 @@ impl CompiledVersion {
             .unwrap_or(self)
     }
 
+    /// Whether this compile (or one of its specialisations) was made for `size`: a tile
+    /// version compiled for some sizes only must be compiled again before it runs at another.
+    pub fn serves(&self, size: &str) -> bool {
+        std::iter::once(self)
+            .chain(&self.variants)
+            .any(|c| c.sizes.is_empty() || c.sizes.iter().any(|s| s == size))
+    }
+
     /// A result with nothing in it yet, for `v` compiled with `options`.
     pub fn empty(v: &Version, arch: Arch, options: Vec<String>) -> CompiledVersion {
         CompiledVersion {

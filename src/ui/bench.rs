@@ -33,6 +33,17 @@ fn percentiles(mut ms: Vec<f64>) -> Percentiles {
 
 /// Saves `version`'s kernel `saves` times (each save changes the source, so each one really
 /// compiles) and measures from the write to a drawn frame showing the new PTX and resources.
+/// The kernel file with a comment appended, in the file's own comment syntax (`#` in tile and
+/// Python source, `//` in CUDA): a change that compiles like the original.
+fn edited(file: &std::path::Path, original: &str, i: usize) -> String {
+    let mark = if crate::workspace::SourceKind::of(file).is_tile() {
+        "#"
+    } else {
+        "//"
+    };
+    format!("{original}\n{mark} kwb bench-ui save {i}\n")
+}
+
 /// The real engine on a workspace, with `version` selected and its kernel file watched: what
 /// the save benchmarks drive.
 struct Bench {
@@ -103,8 +114,7 @@ pub fn save_to_screen(
         for i in 0..=saves {
             let before = app.versions[index].shown_generation;
             let t0 = Instant::now();
-            std::fs::write(&file, format!("{original}\n// kwb bench-ui save {i}\n"))
-                .map_err(|e| e.to_string())?;
+            std::fs::write(&file, edited(&file, &original, i)).map_err(|e| e.to_string())?;
             let deadline = t0 + Duration::from_secs(20);
             while app.versions[index].shown_generation == before {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -226,8 +236,7 @@ pub fn save_to_result(
             }
             let before = app.versions[index].generation;
             let t0 = Instant::now();
-            std::fs::write(&file, format!("{original}\n// kwb bench-ui save {i}\n"))
-                .map_err(|e| e.to_string())?;
+            std::fs::write(&file, edited(&file, &original, i)).map_err(|e| e.to_string())?;
             let deadline = t0 + Duration::from_secs(60);
             let mut compiled_ms = None;
             loop {
@@ -395,4 +404,29 @@ pub fn idle_cpu(workspace: &Path, over: Duration) -> Result<f64, String> {
         .args(["kill-session", "-t", &name])
         .status();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edited;
+    use std::path::Path;
+
+    #[test]
+    fn a_save_appends_a_comment_the_file_kind_accepts() {
+        let cu = edited(Path::new("k/v1.cu"), "int x;", 3);
+        assert_eq!(cu, "int x;\n// kwb bench-ui save 3\n");
+        for tile in ["k/v8.tile", "k/mod.py"] {
+            assert_eq!(
+                edited(Path::new(tile), "x = 1", 0),
+                "x = 1\n# kwb bench-ui save 0\n"
+            );
+        }
+        // And the tile front end accepts the edited file as it accepted the original.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/elementwise-add/v8.tile");
+        let source = std::fs::read_to_string(&path).unwrap();
+        use crate::tile::parse::{parse, FileKind};
+        let (module, errors) = parse(&edited(&path, &source, 1), FileKind::of(&path));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(module.funcs.len(), 1);
+    }
 }

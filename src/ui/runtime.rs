@@ -160,12 +160,24 @@ impl Engine {
         );
         let code_theme = self.theme(app).code_theme.clone();
         let color = self.color;
-        let ws = app.workspace.clone();
+        // Only the sizes this backend runs: a GPU run leaves out the sizes meant for the CPU,
+        // so a save does not wait for a specialisation (often the slowest: scalar, masked
+        // accesses) that no run takes.
+        let mut ws = app.workspace.clone();
+        ws.sizes = run_sizes(app)
+            .into_iter()
+            .map(|i| app.workspace.sizes[i].clone())
+            .collect();
+        let some_sizes = ws.sizes.len() < app.workspace.sizes.len();
         rayon::spawn(move || {
             let source: Arc<str> = std::fs::read_to_string(&version.file)
                 .unwrap_or_default()
                 .into();
-            let result = compiler.compile_version(Some(&ws), &version);
+            let mut result = compiler.compile_version(Some(&ws), &version);
+            if some_sizes && result.generated.is_some() && result.sizes.is_empty() {
+                // One specialisation served the sizes asked for, not every size.
+                result.sizes = ws.sizes.iter().map(|s| s.name.clone()).collect();
+            }
             let source_lines =
                 Arc::new(hl.highlight(&source, Lang::for_path(&version.file), &code_theme, color));
             let ptx_lines = Arc::new(hl.highlight(&result.ptx, Lang::Ptx, &code_theme, color));
@@ -253,11 +265,16 @@ impl Engine {
             seed: self.seed,
             bench: watch_bench(on_gpu),
         };
-        let mut sizes = if on_gpu {
-            app.workspace.gpu_sizes()
-        } else {
-            app.workspace.cpu_sizes()
-        };
+        let mut sizes = run_sizes(app);
+        if !sizes
+            .iter()
+            .all(|&i| compiled.serves(&app.workspace.sizes[i].name))
+        {
+            // Compiled while the backend was unknown or another: compile for this one, which
+            // then runs.
+            self.spawn_compile(app, index, generation);
+            return;
+        }
         let quick_look = on_gpu && sizes.contains(&app.size);
         if let Some(p) = sizes.iter().position(|s| *s == app.size) {
             sizes[..=p].rotate_right(1);
@@ -757,3 +774,23 @@ fn watched_files(app: &App) -> Vec<PathBuf> {
     files.dedup();
     files
 }
+
+/// The sizes the current backend runs, as indices into the workspace's sizes: the GPU sizes on
+/// a GPU, the CPU sizes without one, and every size while that is not known yet (or when the
+/// backend's list would be empty).
+fn run_sizes(app: &App) -> Vec<usize> {
+    let sizes = match app.gpu {
+        GpuState::Present(_) => app.workspace.gpu_sizes(),
+        GpuState::Absent(_) => app.workspace.cpu_sizes(),
+        GpuState::Probing => Vec::new(),
+    };
+    if sizes.is_empty() {
+        (0..app.workspace.sizes.len()).collect()
+    } else {
+        sizes
+    }
+}
+
+#[cfg(test)]
+#[path = "runtime_tests.rs"]
+mod tests;
