@@ -155,3 +155,44 @@ fn inspect_cubin_dir_writes_each_specialisation_and_never_overwrites() {
     assert!(err.contains("v7.cubin already exists"), "{err}");
     assert_eq!(std::fs::read(out_dir.join("v7.cubin")).unwrap(), b"mine");
 }
+
+#[test]
+fn rows_of_a_multiple_of_8_fp16_elements_move_in_16_byte_copies() {
+    // At 1000³ (M, N, K multiples of 8, not of 16) Triton's rule (divisible by 16) would prove
+    // nothing, and every ring copy would go element by element; kwb keeps divisibility by 8, so
+    // fp16 rows of 2,000 bytes are 16-byte aligned and the copies are cp.async of 16 bytes.
+    let (code, out, err) = kwb(&[
+        "inspect",
+        "workspaces/matmul.yaml",
+        "--version",
+        "v4",
+        "--sizes",
+        "1000x1000x1000,odd",
+        "--cuda",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let k1000 = out
+        .find("--- generated CUDA of v4 (sizes 1000x1000x1000) ---")
+        .expect(&out);
+    let odd = out
+        .find("--- generated CUDA of v4 (sizes odd) ---")
+        .expect(&out);
+    let (k1000, odd) = if k1000 < odd {
+        (&out[k1000..odd], &out[odd..])
+    } else {
+        (&out[k1000..], &out[odd..k1000])
+    };
+    assert!(
+        k1000.contains("divisible by 16: a_ptr, b_ptr, c_ptr; by 8: M, N, K"),
+        "{k1000}"
+    );
+    assert!(k1000.contains("kwb_cp16("), "{k1000}");
+    assert!(!k1000.contains("kwb_ld16s("), "{k1000}");
+    // `odd` has N = 45: B's rows are not aligned, so its copies stay element-wise (K = 40 is a
+    // multiple of 8, so A's are 16 bytes).
+    assert!(odd.contains("by 8: K"), "{odd}");
+    assert!(
+        odd.contains("kwb_ld16s(") && odd.contains("kwb_cp16("),
+        "{odd}"
+    );
+}

@@ -55,7 +55,7 @@ impl B {
         self.k.params.push(Param {
             name: name.into(),
             var: v,
-            divisible_by_16: div16,
+            divisibility: if div16 { 16 } else { 1 },
         });
         v
     }
@@ -559,7 +559,7 @@ fn unaligned_sizes_fall_back_to_scalar_accesses() {
     // n_cols not divisible by 16: rows are not provably aligned, so no vectors.
     let mut k = softmax(1024, 4, false);
     for p in &mut k.params {
-        p.divisible_by_16 = p.name.ends_with("ptr");
+        p.divisibility = if p.name.ends_with("ptr") { 16 } else { 1 };
     }
     let cuda = cuda::write(&[k]);
     let Some(out) = nvrtc_compile(&cuda) else {
@@ -675,7 +675,7 @@ fn ptr(d: kwb::workspace::DType) -> kwb::tile::ArgKind {
 fn int16() -> kwb::tile::ArgKind {
     kwb::tile::ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: true,
+        divisibility: 16,
     }
 }
 

@@ -35,11 +35,11 @@ fn parse_request(header: &str) -> KernelRequest {
             args.push(match w {
                 "i32" => ArgKind::Int {
                     fits_i32: true,
-                    divisible_by_16: false,
+                    divisibility: 1,
                 },
                 "i64" => ArgKind::Int {
                     fits_i32: false,
-                    divisible_by_16: false,
+                    divisibility: 1,
                 },
                 "f32" => ArgKind::Float,
                 other => panic!("unknown argument kind {other}"),
@@ -116,7 +116,7 @@ fn ptr(d: DType) -> ArgKind {
 fn int() -> ArgKind {
     ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: true,
+        divisibility: 16,
     }
 }
 
@@ -192,7 +192,7 @@ fn shipped_kernels_check_cleanly() {
     // The odd size (`emulate: true`): N = 1000 is not divisible by 16, BLOCK = 1024.
     let odd = ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: false,
+        divisibility: 1,
     };
     check_clean(
         "kernels/softmax/v5.tile",

@@ -64,7 +64,7 @@ struct Case {
 fn request(c: &Case) -> KernelRequest {
     let int = ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: c.div16,
+        divisibility: if c.div16 { 16 } else { 1 },
     };
     let [bm, bn, bk] = c.tile;
     KernelRequest {

@@ -248,7 +248,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                 .map(|p| match rng.below(5) {
                     0 => ArgKind::Int {
                         fits_i32: rng.below(2) == 0,
-                        divisible_by_16: rng.below(2) == 0,
+                        divisibility: 1u64 << rng.below(5),
                     },
                     1 => ArgKind::Float,
                     _ if p.name.ends_with("ptr") || rng.below(3) == 0 => {
@@ -262,7 +262,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                     }
                     _ => ArgKind::Int {
                         fits_i32: true,
-                        divisible_by_16: true,
+                        divisibility: 16,
                     },
                 })
                 .collect();
@@ -294,7 +294,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
             ArgKind::Pointer(DType::F16),
             ArgKind::Int {
                 fits_i32: true,
-                divisible_by_16: false,
+                divisibility: 1,
             },
         ],
         constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],

@@ -56,7 +56,7 @@ impl B {
         self.params.push(Param {
             name: name.into(),
             var: v,
-            divisible_by_16: false,
+            divisibility: 1,
         });
         v
     }
@@ -852,7 +852,7 @@ fn compiled(path: &str, name: &str, args: Vec<ArgKind>, constexprs: &[(&str, i64
 fn int_arg() -> ArgKind {
     ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: false,
+        divisibility: 1,
     }
 }
 

@@ -16,6 +16,12 @@ use std::time::Instant;
 /// A version's specialisation at one size: constexpr values, warps, and the launch variables.
 type Specialization = (Vec<(String, ConstValue)>, u32, Vec<(String, i64)>);
 
+/// The largest power of two, up to 16, that divides `i` (16 for 0): the divisibility fact an
+/// integer argument gives the tile compiler.
+fn pow2_divisor(i: i64) -> u64 {
+    1 << i.trailing_zeros().min(4)
+}
+
 /// The constexpr values and warp count of `v` at `size` (no size: a bare file).
 fn specialization(v: &Version, size: Option<&ProblemSize>) -> Result<Specialization, String> {
     let empty = ProblemSize {
@@ -66,12 +72,12 @@ pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelReq
                 Arg::Scalar(f) => match f.eval(&env)? {
                     Scalar::Int(i) => ArgKind::Int {
                         fits_i32: i32::try_from(i).is_ok(),
-                        divisible_by_16: i % 16 == 0,
+                        divisibility: pow2_divisor(i),
                     },
                     Scalar::Float(_) => ArgKind::Float,
                     Scalar::Bool(_) => ArgKind::Int {
                         fits_i32: true,
-                        divisible_by_16: false,
+                        divisibility: 1,
                     },
                 },
             });
@@ -228,7 +234,7 @@ fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String
                     } else {
                         ArgKind::Int {
                             fits_i32: true,
-                            divisible_by_16: false,
+                            divisibility: 1,
                         }
                     }
                 })

@@ -145,9 +145,10 @@ pub struct Param {
     pub name: String,
     /// The variable that holds it; it is never assigned in the body.
     pub var: VarId,
-    /// Facts proven from the workspace, used for vectorisation: an integer divisible by 16, or a
-    /// pointer aligned to 16 bytes (every kwb buffer is).
-    pub divisible_by_16: bool,
+    /// Facts proven from the workspace, used for vectorisation: the largest power of two, up to
+    /// 16, that divides an integer's value (1 for an odd one), or a pointer's alignment in bytes
+    /// (16: every kwb buffer is 16-byte aligned).
+    pub divisibility: u64,
 }
 
 /// A compile-time constant value of a scalar variable.

@@ -30,10 +30,10 @@ pub enum ArgKind {
     /// A kwb buffer (16-byte aligned) of this dtype.
     Pointer(DType),
     /// An integer: `int` in the generated code when it fits in 32 bits, else `long long`.
-    Int {
-        fits_i32: bool,
-        divisible_by_16: bool,
-    },
+    /// `divisibility`: the largest power of two, up to 16, that divides it. Triton specialises
+    /// on 16 alone; kwb also keeps 8 (and 4, 2), so that fp16 rows of a multiple of 8 elements
+    /// (K = 1000) still move in 16-byte vectors.
+    Int { fits_i32: bool, divisibility: u64 },
     /// A float: `float` in the generated code, as Triton passes Python floats.
     Float,
 }

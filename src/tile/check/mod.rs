@@ -316,26 +316,26 @@ impl Ck<'_> {
                                     elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
                                     shape: Vec::new(),
                                 },
-                                true,
+                                16,
                             ),
                             ArgKind::Int {
                                 fits_i32,
-                                divisible_by_16,
+                                divisibility,
                             } => (
                                 ir::Type::scalar(if *fits_i32 {
                                     ir::Scalar::I32
                                 } else {
                                     ir::Scalar::I64
                                 }),
-                                *divisible_by_16,
+                                *divisibility,
                             ),
-                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), false),
+                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1),
                         };
                         let var = self.new_var(ty, Some(pname.clone()));
                         params.push(ir::Param {
                             name: pname.clone(),
                             var,
-                            divisible_by_16: div,
+                            divisibility: div,
                         });
                         Val::Var(var)
                     }

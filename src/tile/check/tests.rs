@@ -24,7 +24,7 @@ fn ptr(d: DType) -> ArgKind {
 fn int() -> ArgKind {
     ArgKind::Int {
         fits_i32: true,
-        divisible_by_16: false,
+        divisibility: 1,
     }
 }
 
@@ -104,7 +104,7 @@ fn all_assigns(k: &ir::Kernel) -> Vec<(Op, ir::Type)> {
 fn an_elementwise_kernel_checks() {
     let k = ok("pid = tl.program_id(0)\noffs = pid * B + tl.arange(0, B)\nm = offs < n\nx = tl.load(x_ptr + offs, mask=m, other=0.0)\ntl.store(y_ptr + offs, x * 2, mask=m)");
     assert_eq!(k.params.len(), 3);
-    assert!(k.params[0].divisible_by_16);
+    assert_eq!(k.params[0].divisibility, 16);
     assert_eq!(k.ty(k.params[0].var).elem, Elem::Ptr(Scalar::F32));
     assert!(matches!(
         k.body.last().map(|s| &s.kind),

@@ -81,10 +81,8 @@ pub fn analyse(k: &Kernel) -> Vec<Facts> {
     let mut facts: Vec<Option<Facts>> = vec![None; k.vars.len()];
     for p in &k.params {
         let f = match k.vars.get(p.var.0 as usize).map(|v| v.ty.elem) {
-            Some(Elem::Ptr(_)) if p.divisible_by_16 => Facts::scalar(16),
-            Some(Elem::Ptr(s)) => Facts::scalar(u64::from(s.size())),
-            _ if p.divisible_by_16 => Facts::scalar(16),
-            _ => Facts::scalar(1),
+            Some(Elem::Ptr(s)) => Facts::scalar(p.divisibility.max(u64::from(s.size()))),
+            _ => Facts::scalar(p.divisibility.max(1)),
         };
         if let Some(slot) = facts.get_mut(p.var.0 as usize) {
             *slot = Some(f);
@@ -400,12 +398,12 @@ mod tests {
             Param {
                 name: "p".into(),
                 var: p,
-                divisible_by_16: true,
+                divisibility: 16,
             },
             Param {
                 name: "n".into(),
                 var: n,
-                divisible_by_16: true,
+                divisibility: 16,
             },
         ];
         let pid = var(&mut k, i32s, &[]);

@@ -205,12 +205,22 @@ impl<'k> Writer<'k> {
             return again.kernel();
         }
         let mut head = String::new();
-        let facts: Vec<String> = k
-            .params
-            .iter()
-            .filter(|p| p.divisible_by_16)
-            .map(|p| p.name.clone())
-            .collect();
+        // "divisible by 16: a, n; by 8: K": each divisor with the parameters it divides.
+        let mut facts = Vec::new();
+        for d in [16, 8, 4, 2] {
+            let names: Vec<&str> = (k.params.iter())
+                .filter(|p| p.divisibility == d)
+                .map(|p| p.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                let by = if facts.is_empty() {
+                    "divisible by"
+                } else {
+                    "by"
+                };
+                facts.push(format!("{by} {d}: {}", names.join(", ")));
+            }
+        }
         let _ = writeln!(
             head,
             "// kernel `{}` from {}:{}, specialised for num_warps = {} ({} threads){}",
@@ -222,7 +232,7 @@ impl<'k> Writer<'k> {
             if facts.is_empty() {
                 String::new()
             } else {
-                format!("; divisible by 16: {}", facts.join(", "))
+                format!("; {}", facts.join("; "))
             }
         );
         let params: Vec<String> = k

@@ -95,7 +95,7 @@ fn malformed_ir_is_an_error_not_a_panic() {
     k.params.push(ir::Param {
         name: "n".into(),
         var: VarId(0),
-        divisible_by_16: false,
+        divisibility: 1,
     });
     let e = run(&k, [1, 1, 1], &[], &mut []).unwrap_err();
     assert!(
