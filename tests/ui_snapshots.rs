@@ -590,6 +590,45 @@ fn timer_and_l2_residency() {
     );
 }
 
+/// The matmul ladder at 4096³ on the H100 fixture: v1..v4 timed (H200 medians), the rest not.
+fn matmul_app() -> App {
+    let ws = kwb::workspace::load(std::path::Path::new("workspaces/matmul.yaml")).unwrap();
+    let mut app = App::new(ws, Arch::DEFAULT);
+    let peak = device().peak().0;
+    app.gpu = GpuState::Present(device());
+    app.size = 1;
+    let (m, n, k) = (4096u64, 4096u64, 4096u64);
+    for (i, median) in [29980.3, 7552.8, 436.6, 382.4].into_iter().enumerate() {
+        let samples: Vec<f64> = (0..20)
+            .map(|j| median * (1.0 + (j % 3) as f64 * 0.001))
+            .collect();
+        let v = &mut app.versions[i];
+        let mut r = RunResult::new(v.name.clone(), "4096x4096x4096", Status::Ok);
+        (r.bytes, r.flops) = (Some(2 * (m * k + k * n + m * n)), Some(2 * m * n * k));
+        r.set_timing(summarize(&samples).unwrap(), StopReason::Converged, peak);
+        v.results[1] = Some(r);
+    }
+    app.selected = 3;
+    app
+}
+
+#[test]
+fn compute_bound_work_shows_tflops_against_the_tensor_peak_beside_gbps() {
+    // Matmul (1,365 flops per byte at 4096³): TFLOP/s and % of the tensor-core peak too.
+    let app = matmul_app();
+    let text = panel(&app, 64, 8, panels::bandwidth::render);
+    assert!(text.contains("Compute · 4096x4096x4096"), "{text}");
+    assert!(
+        text.contains("1071 TFLOP/s dense fp16 tensor-core peak"),
+        "{text}"
+    );
+    assert!(text.contains("359.1  34%   263 GB/s"), "{text}");
+    insta::assert_snapshot!("panel_bandwidth_matmul", text);
+    // Elementwise add (1/6 flop per byte): bandwidth only.
+    let add = panel(&full_app(), 40, 10, panels::bandwidth::render);
+    assert!(add.contains("Bandwidth") && !add.contains("TF"), "{add}");
+}
+
 #[test]
 fn compare() {
     let app = compare_app();

@@ -1,7 +1,10 @@
 //! The Bandwidth panel: one bar per version of GB/s at the selected size, against the
 //! device's peak (the best of the measured copy and kwb's stream kernel, with which one),
 //! drawn as a marker, with % of peak. A version whose buffers fit in L2 is marked `L2`: its
-//! % is not DRAM bandwidth.
+//! % is not DRAM bandwidth. Where the work is compute-bound (at least [`COMPUTE_INTENSITY`]
+//! flops per byte, as matmul is), the panel is Compute: bars of TFLOP/s against the dense fp16
+//! tensor-core peak ([`crate::report::DeviceInfo::tensor_peak_tflops`]), with % of it and
+//! GB/s beside them.
 
 use super::format::{gbps, percent, result_label, result_status};
 use super::gpu::device;
@@ -17,6 +20,11 @@ use ratatui::text::Span;
 const EIGHTHS: [&str; 8] = [" ", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
 /// `" 2841  94%"`: the value column's width.
 const VALUE_WIDTH: u16 = 11;
+/// `" 2841 GB/s"`: the GB/s column's width beside TFLOP/s.
+const GBPS_WIDTH: u16 = 11;
+/// Flops per byte from which a size's TFLOP/s are shown: far above elementwise work and
+/// softmax (under 3), far below a matmul's (16 at 67×45×40, over 300 at 1000³).
+pub const COMPUTE_INTENSITY: f64 = 10.0;
 
 /// Rows the panel would like at `width` columns (border included).
 pub fn wanted_height(app: &App, width: u16) -> u16 {
@@ -32,8 +40,31 @@ fn result(app: &App, index: usize) -> Option<&RunResult> {
     app.versions.get(index)?.results.get(app.size)?.as_ref()
 }
 
+/// What the bars measure at this size: GB/s against the bandwidth peak, or, for compute-bound
+/// work, TFLOP/s against the tensor-core peak (GB/s then beside them).
+#[derive(Clone, Copy)]
+enum Measure {
+    Bandwidth,
+    Compute { tensor_tflops: f64 },
+}
+
 pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let mut title = vec![Span::raw("Bandwidth")];
+    let dev = device(app);
+    // The tensor-core peak, where this size's work is compute-bound.
+    let measure = (dev.as_ref().ok())
+        .and_then(|d| d.tensor_peak_tflops())
+        .filter(|_| {
+            (0..app.versions.len())
+                .filter_map(|i| result(app, i)?.intensity)
+                .any(|x| x >= COMPUTE_INTENSITY)
+        })
+        .map_or(Measure::Bandwidth, |t| Measure::Compute {
+            tensor_tflops: t,
+        });
+    let mut title = vec![Span::raw(match measure {
+        Measure::Bandwidth => "Bandwidth",
+        Measure::Compute { .. } => "Compute",
+    })];
     if let Some(s) = app.workspace.sizes.get(app.size) {
         title.push(Span::raw(format!(" · {}", s.name)));
     }
@@ -41,33 +72,60 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if inner.is_empty() {
         return;
     }
-    let dev = match device(app) {
+    let dev = match dev {
         Ok(d) => d,
         Err(why) => return sentence(buf, inner, &why, theme.style(Role::Dim)),
     };
-    let (peak, label) = dev.peak();
+    let (gb_peak, label) = dev.peak();
     let mut pen = Pen::row(buf, inner, 0);
-    match peak {
-        Some(p) => {
-            let long = format!("│ {} GB/s {label}", gbps(p));
+    let peak = match measure {
+        Measure::Bandwidth => {
+            match gb_peak {
+                Some(p) => {
+                    let long = format!("│ {} GB/s {label}", gbps(p));
+                    let text = if width(&long) <= inner.width {
+                        long
+                    } else {
+                        format!("│ peak {} GB/s", gbps(p))
+                    };
+                    pen.text(buf, &text, theme.style(Role::Peak));
+                }
+                None => {
+                    pen.text(buf, "no bandwidth peak known", theme.style(Role::Dim));
+                }
+            }
+            gb_peak
+        }
+        Measure::Compute { tensor_tflops: t } => {
+            let long = format!("│ {t:.0} TFLOP/s dense fp16 tensor-core peak");
             let text = if width(&long) <= inner.width {
                 long
             } else {
-                format!("│ peak {} GB/s", gbps(p))
+                format!("│ peak {t:.0} TFLOP/s")
             };
-            pen.text(buf, &text, theme.style(Role::Peak))
+            pen.text(buf, &text, theme.style(Role::Peak));
+            Some(t)
         }
-        None => pen.text(buf, "no bandwidth peak known", theme.style(Role::Dim)),
+    };
+    // A row's bar value: GB/s, or TFLOP/s for compute-bound work.
+    let value = |r: &RunResult| match measure {
+        Measure::Bandwidth => r.gbps,
+        Measure::Compute { .. } => r.gflops.map(|g| g / 1e3),
     };
     let fastest = (0..app.versions.len())
-        .filter_map(|i| result(app, i)?.gbps)
+        .filter_map(|i| value(result(app, i)?))
         .fold(0.0_f64, f64::max);
     let scale = fastest.max(peak.unwrap_or(0.0));
     // Room for an `L2` mark after the % when any version at this size is L2-resident.
     let resident =
         |r: Option<&RunResult>| r.and_then(|r| r.timing.as_ref()?.l2_resident) == Some(true);
     let any_l2 = (0..app.versions.len()).any(|i| resident(result(app, i)));
-    let value_width = VALUE_WIDTH + if any_l2 { 3 } else { 0 };
+    let value_width = VALUE_WIDTH
+        + if any_l2 { 3 } else { 0 }
+        + match measure {
+            Measure::Bandwidth => 0,
+            Measure::Compute { .. } => GBPS_WIDTH,
+        };
     let rows = usize::from(inner.height.saturating_sub(1));
     if rows == 0 {
         return;
@@ -100,7 +158,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             theme.style(Role::Text),
         );
         let r = result(app, i);
-        let Some(g) = r.and_then(|r| r.gbps) else {
+        let Some(x) = r.and_then(value) else {
             pen.text(buf, "–", theme.style(Role::Dim));
             if let Some(r) = r {
                 let label = format!(" {}", result_label(r.status));
@@ -110,22 +168,27 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         };
         let cells = pen.room().saturating_sub(value_width);
         let bar_x = pen.column();
-        bar(buf, theme, &mut pen, g / scale, cells);
+        bar(buf, theme, &mut pen, x / scale, cells);
         if let Some(p) = peak.filter(|_| cells > 0) {
             let at = ((p / scale * f64::from(cells)).round() as u16).min(cells - 1);
             let marker = Rect::new(inner.x + bar_x + at, inner.y + y, 1, 1);
             Pen::row(buf, marker, 0).text(buf, "│", theme.style(Role::Peak));
         }
-        let pct = r
-            .and_then(|r| r.pct_of_peak)
-            .or_else(|| peak.map(|p| g / p * 100.0))
-            .map_or("–".into(), percent);
         pen.skip_to(buf, bar_x + cells, theme.style(Role::Text));
-        pen.text(
-            buf,
-            &format!("{:>6} {:>4}", gbps(g), pct),
-            theme.style(Role::Text),
-        );
+        let text = match measure {
+            Measure::Bandwidth => {
+                let pct = r
+                    .and_then(|r| r.pct_of_peak)
+                    .or_else(|| peak.map(|p| x / p * 100.0))
+                    .map_or("–".into(), percent);
+                format!("{:>6} {:>4}", gbps(x), pct)
+            }
+            Measure::Compute { tensor_tflops: t } => {
+                let gb = r.and_then(|r| r.gbps).map_or("–".into(), gbps);
+                format!("{x:>6.1} {:>4} {gb:>5} GB/s", percent(x / t * 100.0))
+            }
+        };
+        pen.text(buf, &text, theme.style(Role::Text));
         if resident(r) {
             pen.text(buf, " L2", theme.style(Role::Warn));
         }
