@@ -92,6 +92,25 @@ impl DeviceInfo {
         }
     }
 
+    /// A device with every figure 1 (bandwidths, clocks, counts) and no measured peak: for
+    /// tests that need a GPU to be present but not its numbers.
+    #[cfg(test)]
+    pub(crate) fn stand_in(arch: &str) -> DeviceInfo {
+        DeviceInfo {
+            name: "Some GPU".into(),
+            arch: arch.into(),
+            sm_count: 1,
+            l2_bytes: 1,
+            memory_bytes: 1,
+            sm_clock_khz: 1,
+            memory_clock_khz: 1,
+            theoretical_bandwidth_gbps: 1.0,
+            measured_copy_gbps: None,
+            stream_kernel_gbps: None,
+            driver_version: 13000,
+        }
+    }
+
     /// The dense fp16 tensor-core peak (fp32 accumulation), in TFLOP/s: SMs × the SM clock the
     /// device reports × the FLOPs one SM's tensor cores do per clock on this architecture
     /// (1024 on sm_70/sm_75, 2048 on sm_80, 4096 on sm_90, from NVIDIA's published peaks

@@ -174,19 +174,7 @@ fn what_if_keys_move_within_the_hardware_limits() {
 #[test]
 fn a_gpu_of_another_arch_recompiles_everything_for_it() {
     let mut app = app();
-    let device = crate::report::DeviceInfo {
-        name: "Some GPU".into(),
-        arch: "sm_89".into(),
-        sm_count: 1,
-        l2_bytes: 1,
-        memory_bytes: 1,
-        sm_clock_khz: 1,
-        memory_clock_khz: 1,
-        theoretical_bandwidth_gbps: 1.0,
-        measured_copy_gbps: None,
-        stream_kernel_gbps: None,
-        driver_version: 13000,
-    };
+    let device = crate::report::DeviceInfo::stand_in("sm_89");
     let effects = update(&mut app, Action::Gpu(GpuState::Present(device)));
     let sm89 = Arch::parse("sm_89").unwrap();
     assert_eq!(

@@ -7,19 +7,7 @@ use crate::report::DeviceInfo;
 use std::path::Path;
 
 fn device() -> DeviceInfo {
-    DeviceInfo {
-        name: "Some GPU".into(),
-        arch: "sm_90".into(),
-        sm_count: 1,
-        l2_bytes: 1,
-        memory_bytes: 1,
-        sm_clock_khz: 1,
-        memory_clock_khz: 1,
-        theoretical_bandwidth_gbps: 1.0,
-        measured_copy_gbps: None,
-        stream_kernel_gbps: None,
-        driver_version: 13000,
-    }
+    DeviceInfo::stand_in("sm_90")
 }
 
 /// The elementwise-add workspace: GPU sizes 1Mi, 16Mi, 256Mi (n divisible by 16, so tile v8
@@ -57,18 +45,26 @@ fn specialised_for(c: &CompiledVersion) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Compiles version `index` as the engine does with a GPU present.
+fn compile_on_a_gpu(
+    engine: &mut Engine,
+    app: &mut App,
+    rx: &Receiver<Msg>,
+    index: usize,
+) -> Box<CompileDone> {
+    app.gpu = GpuState::Present(device());
+    let compile = Effect::Compile {
+        index,
+        generation: 0,
+    };
+    engine.effect(app, compile);
+    next_compiled(rx)
+}
+
 #[test]
 fn a_gpu_compiles_only_the_gpu_sizes_and_a_cpu_only_the_cpu_sizes() {
     let (mut engine, mut app, rx, v8) = setup();
-    app.gpu = GpuState::Present(device());
-    engine.effect(
-        &mut app,
-        Effect::Compile {
-            index: v8,
-            generation: 0,
-        },
-    );
-    let gpu = next_compiled(&rx);
+    let gpu = compile_on_a_gpu(&mut engine, &mut app, &rx, v8);
     assert!(gpu.result.ok, "{:?}", gpu.result.diagnostics);
     // One specialisation serves every GPU size; the scalar one for `odd` is not compiled.
     assert_eq!(
@@ -112,15 +108,7 @@ fn a_gpu_compiles_only_the_gpu_sizes_and_a_cpu_only_the_cpu_sizes() {
 #[test]
 fn a_version_compiled_for_the_gpu_is_compiled_again_before_it_runs_on_the_cpu() {
     let (mut engine, mut app, rx, v8) = setup();
-    app.gpu = GpuState::Present(device());
-    engine.effect(
-        &mut app,
-        Effect::Compile {
-            index: v8,
-            generation: 0,
-        },
-    );
-    let gpu = next_compiled(&rx);
+    let gpu = compile_on_a_gpu(&mut engine, &mut app, &rx, v8);
     assert!(!gpu.result.serves("odd"));
     // The GPU went away before the result arrived: its run goes to the CPU, at `odd`, which
     // this compile does not serve, so the engine compiles again instead of running it.
