@@ -353,3 +353,53 @@ fn rings_past_48_kib_go_to_dynamic_shared_memory() {
     let (_, dynamic, ..) = interpret(&capped);
     assert_eq!(dynamic, 4 * (128 * 64 + 64 * 256) * 2);
 }
+
+#[test]
+fn matmul_loops_prefetch_fragments_where_registers_allow() {
+    use DType::{BF16, F16};
+    // (case, whether the writer takes the prefetching schedule)
+    let cases = [
+        // 128 x 128 at 4 warps (64 x 64 each): two slices of K per stage, a masked K tail.
+        (
+            staged(case(F16, 0, [128, 128, 32], 4, [136, 144, 112]), 3, true),
+            true,
+        ),
+        // bf16, 4 buffers, partial tiles on every axis.
+        (
+            staged(case(BF16, 0, [128, 128, 32], 4, [144, 136, 208]), 4, true),
+            true,
+        ),
+        // Four slices per stage: the second buffer made kwb's kernels spill, so the plain loop.
+        (
+            staged(case(F16, 0, [128, 128, 64], 4, [144, 136, 208]), 3, true),
+            false,
+        ),
+        // fp16 accumulators.
+        (
+            staged(case(F16, 1, [128, 128, 32], 4, [144, 160, 96]), 3, true),
+            true,
+        ),
+        // At 8 warps the second buffer would cost the second CTA: the plain loop.
+        (
+            staged(case(F16, 0, [128, 128, 32], 8, [136, 144, 112]), 3, true),
+            false,
+        ),
+        // Work besides the dot in the loop (`acc += tl.dot(a, b)`): the plain loop.
+        (
+            staged(case(F16, 2, [128, 128, 32], 4, [136, 144, 112]), 3, true),
+            false,
+        ),
+    ];
+    for (c, prefetched) in &cases {
+        let (cuda, dynamic, a, b, want) = interpret(c);
+        assert_eq!(
+            cuda.contains("unsigned kwb_fa[2]"),
+            *prefetched,
+            "{c:?}\n{cuda}"
+        );
+        let Some((got, _)) = emulate(c, &cuda, dynamic, &a, &b) else {
+            continue;
+        };
+        assert_eq!(got, want, "{c:?}: emulator vs interpreter");
+    }
+}

@@ -16,9 +16,20 @@
 //! second barrier ends the dot.
 
 use super::layout::Layout;
+use super::mma::Mma;
+use super::names::literal;
 use super::names::{c_scalar, elem_scalar};
 use super::writer::{Writer, SMEM_LIMIT};
-use crate::tile::ir::{Scalar, VarId};
+use crate::tile::ir::{Const, Scalar, VarId};
+
+/// The inline-PTX `mma.sync` helper for inputs `sin` and accumulators `sout`.
+pub(super) fn mma_fn(sin: Scalar, sout: Scalar) -> &'static str {
+    match (sin, sout) {
+        (Scalar::BF16, _) => "kwb_mma_bf16_f32",
+        (_, Scalar::F16) => "kwb_mma_f16_f16",
+        _ => "kwb_mma_f16_f32",
+    }
+}
 
 /// Device helpers for the tensor-core path, by name.
 pub const HELPERS: &[(&str, &str)] = &[
@@ -73,6 +84,18 @@ pub const HELPERS: &[(&str, &str)] = &[
 
 /// Shared-memory row padding, in bytes.
 const PAD_BYTES: u64 = 16;
+
+/// What one slice of a tensor-core dot needs: fragment tiles per warp, the `mma` helper, the
+/// accumulator, and the shared-memory addresses of a lane's A and B fragments (C expressions
+/// over `kwb_sa`/`kwb_sb`, `kk`, `i` and `j`).
+pub(super) struct TensorParts {
+    pub mt: u64,
+    pub nt: u64,
+    pub mma_fn: &'static str,
+    pub d: String,
+    pub a_at: String,
+    pub b_at: String,
+}
 
 impl Writer<'_> {
     pub fn dot(&mut self, dst: VarId, a: VarId, b: VarId, acc: Option<VarId>, line: u32) {
@@ -137,29 +160,12 @@ impl Writer<'_> {
             self.stage(b, "kwb_db", n, ldb);
             self.line("__syncthreads();");
         }
-        match acc {
-            Some(c) if c != dst => self.each(dst, |w, e| w.at(c, e)),
-            Some(_) => {}
-            None => {
-                let zero = super::names::literal(sout, crate::tile::ir::Const::Int(0));
-                self.each(dst, |_, _| zero.clone());
-            }
-        }
+        self.dot_start(dst, acc);
         let d = self.name(dst).to_string();
         if tensor {
-            let mma_fn = match (sin, sout) {
-                (Scalar::BF16, _) => "kwb_mma_bf16_f32",
-                (_, Scalar::F16) => "kwb_mma_f16_f16",
-                _ => "kwb_mma_f16_f32",
-            };
+            let mma_fn = mma_fn(sin, sout);
             let (mt, nt) = (mma.mt, mma.nt);
-            self.line("const int kwb_lane = kwb_tid % 32;");
-            let w = if mma.active() == 1 {
-                "0".to_string()
-            } else {
-                format!("(kwb_tid / 32) % {}", mma.active())
-            };
-            self.line(&format!("const int kwb_w = {w};"));
+            self.warp_lines(&mma);
             let (a_at, b_at) = match &ring {
                 None => {
                     self.line(&format!(
@@ -178,50 +184,25 @@ impl Writer<'_> {
                     )
                 }
                 Some((ra, rb)) => {
-                    // Swizzled buffers (`ring.rs`): this lane's row and 16-byte chunk.
                     self.line(&format!("const unsigned kwb_sa = {};", ra.base));
                     self.line(&format!("const unsigned kwb_sb = {};", rb.base));
-                    self.line(&format!(
-                        "const int kwb_ar = (kwb_w / {}) * {} + kwb_lane % 16;",
-                        mma.warps_n,
-                        mma.warp_rows()
-                    ));
-                    self.line(&format!(
-                        "const int kwb_bc = (kwb_w % {}) * {} + kwb_lane / 16;",
-                        mma.warps_n,
-                        mma.warp_cols() / 8
-                    ));
-                    (
-                        format!(
-                            "kwb_sa + kwb_swz<{}>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16)",
-                            ra.cpr
-                        ),
-                        format!(
-                            "kwb_sb + kwb_swz<{}>(kk + kwb_lane % 16, kwb_bc + j)",
-                            rb.cpr
-                        ),
-                    )
+                    self.ring_lanes(&mma, ra.cpr, rb.cpr)
                 }
+            };
+            let parts = TensorParts {
+                mt,
+                nt,
+                mma_fn,
+                d,
+                a_at,
+                b_at,
             };
             self.line("#pragma unroll");
             self.open(&format!("for (int kk = 0; kk < {k}; kk += 16) {{"));
             self.line(&format!("unsigned kwb_af[{mt}][4];"));
             self.line(&format!("unsigned kwb_bf[{nt}][2];"));
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int i = 0; i < {mt}; ++i) kwb_ldsm_x4(kwb_af[i], {a_at});"
-            ));
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int j = 0; j < {nt}; j += 2) kwb_ldsm_x4_trans(kwb_bf[j], kwb_bf[j + 1], {b_at});"
-            ));
-            self.line("#pragma unroll");
-            self.open(&format!("for (int i = 0; i < {mt}; ++i) {{"));
-            self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int j = 0; j < {nt}; ++j) {mma_fn}(&{d}[(i * {nt} + j) * 4], kwb_af[i], kwb_bf[j]);"
-            ));
-            self.close("}");
+            self.fragments(&parts, "kwb_af", "kwb_bf");
+            self.mmas(&parts, "kwb_af", "kwb_bf");
             self.close("}");
         } else {
             let (row, col) = mma.coord_expr("e");
@@ -239,6 +220,75 @@ impl Writer<'_> {
         } else if ring.is_none() {
             self.line("__syncthreads();");
         }
+        self.close("}");
+    }
+
+    /// The accumulator a dot adds to: `acc`, or zeros.
+    pub(super) fn dot_start(&mut self, dst: VarId, acc: Option<VarId>) {
+        match acc {
+            Some(c) if c != dst => self.each(dst, |w, e| w.at(c, e)),
+            Some(_) => {}
+            None => {
+                let zero = literal(elem_scalar(self.k, dst), Const::Int(0));
+                self.each(dst, |_, _| zero.clone());
+            }
+        }
+    }
+
+    /// `kwb_lane` and `kwb_w`, the warp's index among those the mma layout uses.
+    pub(super) fn warp_lines(&mut self, mma: &Mma) {
+        self.line("const int kwb_lane = kwb_tid % 32;");
+        let w = if mma.active() == 1 {
+            "0".to_string()
+        } else {
+            format!("(kwb_tid / 32) % {}", mma.active())
+        };
+        self.line(&format!("const int kwb_w = {w};"));
+    }
+
+    /// For swizzled ring buffers (`ring.rs`), with `cpr` 16-byte chunks per row: this lane's
+    /// A row and B chunk, and the addresses of its A and B fragments.
+    pub(super) fn ring_lanes(&mut self, mma: &Mma, cpr_a: u64, cpr_b: u64) -> (String, String) {
+        self.line(&format!(
+            "const int kwb_ar = (kwb_w / {}) * {} + kwb_lane % 16;",
+            mma.warps_n,
+            mma.warp_rows()
+        ));
+        self.line(&format!(
+            "const int kwb_bc = (kwb_w % {}) * {} + kwb_lane / 16;",
+            mma.warps_n,
+            mma.warp_cols() / 8
+        ));
+        (
+            format!("kwb_sa + kwb_swz<{cpr_a}>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16)"),
+            format!("kwb_sb + kwb_swz<{cpr_b}>(kk + kwb_lane % 16, kwb_bc + j)"),
+        )
+    }
+
+    /// One 16-deep slice's fragments (at `kk`, a variable or constant in scope) into `af`/`bf`.
+    pub(super) fn fragments(&mut self, p: &TensorParts, af: &str, bf: &str) {
+        let (mt, nt) = (p.mt, p.nt);
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int i = 0; i < {mt}; ++i) kwb_ldsm_x4({af}[i], {});",
+            p.a_at
+        ));
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int j = 0; j < {nt}; j += 2) kwb_ldsm_x4_trans({bf}[j], {bf}[j + 1], {});",
+            p.b_at
+        ));
+    }
+
+    /// The `mma`s of one slice, from fragments `af`/`bf` into the accumulator.
+    pub(super) fn mmas(&mut self, p: &TensorParts, af: &str, bf: &str) {
+        let (mt, nt, f, d) = (p.mt, p.nt, p.mma_fn, &p.d);
+        self.line("#pragma unroll");
+        self.open(&format!("for (int i = 0; i < {mt}; ++i) {{"));
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int j = 0; j < {nt}; ++j) {f}(&{d}[(i * {nt} + j) * 4], {af}[i], {bf}[j]);"
+        ));
         self.close("}");
     }
 

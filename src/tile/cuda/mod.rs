@@ -14,6 +14,7 @@ mod memory;
 mod mma;
 mod names;
 mod pipeline;
+mod prefetch;
 mod reduce;
 mod relayout;
 mod remat;

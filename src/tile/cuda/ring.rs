@@ -123,34 +123,55 @@ impl Writer<'_> {
         self.line("kwb_cp_commit();");
         self.line(&format!("{wr} += 1;"));
         self.close("}");
+        for l in &plan.loads {
+            self.ringed.push(l.dst);
+        }
+        let prefetch = self.prefetchable(body, plan);
+        if let Some(d) = &prefetch {
+            let start = self.name(start).to_string();
+            self.prefetch_setup(d, s, &rd, &start);
+        }
         self.open(&format!(
             "for ({v} = {}; {v} < kwb_end; {v} = ({t})({v} + kwb_step)) {{",
             self.name(start)
         ));
-        self.line(&format!("kwb_cp_wait<{}>();", s - 2));
-        self.line("__syncthreads();");
         let next = format!("({t})({v} + {} * kwb_step)", s - 1);
-        self.issue(&v, t, &next, body, plan, &wr);
-        self.line("kwb_cp_commit();");
-        self.line(&format!("{wr} = {wr} == {} ? 0 : {wr} + 1;", s - 1));
-        for l in &plan.loads {
-            let read = RingRead {
-                base: format!(
-                    "(kwb_smem(kwb_ring) + {} + {rd} * {})",
-                    l.offset, l.stage_bytes
-                ),
-                cpr: l.cols / 8,
+        let advance = format!("{wr} = {wr} == {} ? 0 : {wr} + 1;", s - 1);
+        if let Some(d) = prefetch {
+            let mut issue = |w: &mut Self| {
+                w.issue(&v, t, &next, body, plan, &wr);
+                w.line("kwb_cp_commit();");
+                w.line(&advance);
             };
-            self.ring_reads.insert(l.dst, read);
-            self.ringed.push(l.dst);
+            let after = format!("({t})({v} + kwb_step)");
+            self.prefetch_iteration(&d, s, &rd, &after, &mut issue);
+            for &i in &d.rest {
+                self.stmt(&body[i]);
+            }
+        } else {
+            self.line(&format!("kwb_cp_wait<{}>();", s - 2));
+            self.line("__syncthreads();");
+            self.issue(&v, t, &next, body, plan, &wr);
+            self.line("kwb_cp_commit();");
+            self.line(&advance);
+            for l in &plan.loads {
+                let read = RingRead {
+                    base: format!(
+                        "(kwb_smem(kwb_ring) + {} + {rd} * {})",
+                        l.offset, l.stage_bytes
+                    ),
+                    cpr: l.cols / 8,
+                };
+                self.ring_reads.insert(l.dst, read);
+            }
+            for &i in &plan.compute {
+                self.stmt(&body[i]);
+            }
+            for l in &plan.loads {
+                self.ring_reads.remove(&l.dst);
+            }
+            self.line(&format!("{rd} = {rd} == {} ? 0 : {rd} + 1;", s - 1));
         }
-        for &i in &plan.compute {
-            self.stmt(&body[i]);
-        }
-        for l in &plan.loads {
-            self.ring_reads.remove(&l.dst);
-        }
-        self.line(&format!("{rd} = {rd} == {} ? 0 : {rd} + 1;", s - 1));
         self.loop_end(body);
         self.close("}");
         self.line("kwb_cp_wait<0>();");
