@@ -31,19 +31,22 @@ pub struct RingDot {
     pub line: u32,
 }
 
-/// Registers a thread needs beside its accumulators and fragments (indices, pointers, masks):
-/// an estimate from the kernels measured (128 x 128 x 32 at 4 and 8 warps).
-const OTHER_REGISTERS: u64 = 40;
+/// Registers a thread needs beside its accumulators, fragments and copy pointers (indices,
+/// masks, loop state): an estimate.
+const OTHER_REGISTERS: u64 = 24;
+/// The most registers the estimate may reach with two fragment buffers. Measured on an H200
+/// (4-stage 128 x 128 x 32 at 4 warps, 128 x 256 x 32 at 8 and 64 x 256 x 32 at 4, estimated
+/// 232, 228 and 236): the first two gained 8-12%, the third spilled and lost 13%.
+const MAX_REGISTERS: u64 = 232;
 
-/// Whether a second fragment buffer keeps the CTAs per SM that registers allow (64 Ki per SM,
-/// at most 255 per thread, with room to spare).
-fn worth_it(acc: u64, fragments: u64, threads: u64) -> bool {
+/// Whether a second fragment buffer fits: `acc` accumulator registers, `fragments` per buffer,
+/// `pointers` for the ring copies (two per 16-byte copy a thread issues per stage), at
+/// `threads` per CTA; it must keep the CTAs per SM that registers allow (64 Ki per SM).
+fn worth_it(acc: u64, fragments: u64, pointers: u64, threads: u64) -> bool {
     let resident = |regs: u64| 65536 / (regs.next_multiple_of(8) * threads).max(1);
-    let (one, two) = (
-        acc + fragments + OTHER_REGISTERS,
-        acc + 2 * fragments + OTHER_REGISTERS,
-    );
-    two <= 240 && resident(two) >= resident(one).max(1)
+    let base = acc + pointers + OTHER_REGISTERS;
+    let (one, two) = (base + fragments, base + 2 * fragments);
+    two <= MAX_REGISTERS && resident(two) >= resident(one).max(1)
 }
 
 impl Writer<'_> {
@@ -81,7 +84,10 @@ impl Writer<'_> {
             return None;
         }
         let fragments = mma.mt * 4 + mma.nt * 2;
-        worth_it(l.ept, fragments, u64::from(self.k.threads())).then(|| RingDot {
+        let threads = u64::from(self.k.threads());
+        let copies = (ra.rows * ra.cols + rb.rows * rb.cols) / 8;
+        let pointers = 2 * copies.div_ceil(threads);
+        worth_it(l.ept, fragments, pointers, threads).then(|| RingDot {
             dst: *dst,
             acc: *acc,
             a: ra,
@@ -200,12 +206,14 @@ mod tests {
 
     #[test]
     fn the_second_buffer_is_taken_only_where_it_keeps_the_ctas_resident() {
-        // 128 x 128 at 4 warps (64 x 64 each): 128 accumulators, 32 fragment registers; two
-        // CTAs per SM either way.
-        assert!(worth_it(128, 32, 128));
-        // At 8 warps (64 x 32 each): 64 and 24; two CTAs would become one.
-        assert!(!worth_it(64, 24, 256));
-        // Too many registers: past 240 it would spill.
-        assert!(!worth_it(128, 64, 128));
+        // 128 x 128 x 32 at 4 warps (64 x 64 each): 128 accumulators, 32 fragment registers,
+        // 8 copies of 16 bytes per thread; two CTAs per SM either way.
+        assert!(worth_it(128, 32, 16, 128));
+        // 128 x 256 x 32 at 8 warps: one CTA per SM either way.
+        assert!(worth_it(128, 32, 12, 256));
+        // 64 x 256 x 32 at 4 warps: 10 copies per thread, past the budget (it spilled).
+        assert!(!worth_it(128, 32, 20, 128));
+        // 128 x 128 at 8 warps (64 x 32 each): two CTAs would become one.
+        assert!(!worth_it(64, 24, 8, 256));
     }
 }
