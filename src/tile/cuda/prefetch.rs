@@ -7,9 +7,9 @@
 //!
 //! The second fragment buffer costs registers, so the writer takes this schedule only for
 //! stages of two slices (BK = 32: with four, kwb's 128 x 128 kernels spilled) and where it
-//! keeps as many CTAs resident ([`worth_it`]). Hand-applied to kwb's generated code on an
-//! H200, it made a 4-warp 128 x 128 x 32 matmul 5-8% faster, and at 8 warps, where it cost
-//! the second CTA, 23-40% slower.
+//! keeps as many CTAs resident ([`worth_it`]). On an H200 it made 4-stage matmuls of
+//! 128 x 128 x 32 tiles (4 warps) 8-11% faster and of 128 x 256 x 32 (8 warps) 23-30%; at
+//! 8 warps on 128 x 128, where it cost the second CTA, it was 23-40% slower.
 
 use super::dot::{mma_fn, TensorParts};
 use super::names::elem_scalar;
@@ -36,7 +36,7 @@ pub struct RingDot {
 const OTHER_REGISTERS: u64 = 24;
 /// The most registers the estimate may reach with two fragment buffers. Measured on an H200
 /// (4-stage 128 x 128 x 32 at 4 warps, 128 x 256 x 32 at 8 and 64 x 256 x 32 at 4, estimated
-/// 232, 228 and 236): the first two gained 8-12%, the third spilled and lost 13%.
+/// 232, 228 and 236): the first two gained 8-11% and 23-30%, the third spilled and lost 13%.
 const MAX_REGISTERS: u64 = 232;
 
 /// Whether a second fragment buffer fits: `acc` accumulator registers, `fragments` per buffer,
