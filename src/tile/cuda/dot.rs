@@ -22,6 +22,16 @@ use super::names::{c_scalar, elem_scalar};
 use super::writer::{Writer, SMEM_LIMIT};
 use crate::tile::ir::{Const, Scalar, VarId};
 
+/// In swizzled ring buffers of `cpr_a`/`cpr_b` 16-byte chunks per row, the addresses of a
+/// lane's A and B fragments: C expressions over `kwb_sa`/`kwb_sb`, `kwb_ar`/`kwb_bc`, `kk`,
+/// `i` and `j`.
+pub(super) fn ring_fragment_addresses(cpr_a: u64, cpr_b: u64) -> (String, String) {
+    (
+        format!("kwb_sa + kwb_swz<{cpr_a}>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16)"),
+        format!("kwb_sb + kwb_swz<{cpr_b}>(kk + kwb_lane % 16, kwb_bc + j)"),
+    )
+}
+
 /// The inline-PTX `mma.sync` helper for inputs `sin` and accumulators `sout`.
 pub(super) fn mma_fn(sin: Scalar, sout: Scalar) -> &'static str {
     match (sin, sout) {
@@ -259,10 +269,7 @@ impl Writer<'_> {
             mma.warps_n,
             mma.warp_cols() / 8
         ));
-        (
-            format!("kwb_sa + kwb_swz<{cpr_a}>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16)"),
-            format!("kwb_sb + kwb_swz<{cpr_b}>(kk + kwb_lane % 16, kwb_bc + j)"),
-        )
+        ring_fragment_addresses(cpr_a, cpr_b)
     }
 
     /// One 16-deep slice's fragments (at `kk`, a variable or constant in scope) into `af`/`bf`.

@@ -11,7 +11,7 @@
 //! 128 x 128 x 32 tiles (4 warps) 8-11% faster and of 128 x 256 x 32 (8 warps) 23-30%; at
 //! 8 warps on 128 x 128, where it cost the second CTA, it was 23-40% slower.
 
-use super::dot::{mma_fn, TensorParts};
+use super::dot::{mma_fn, ring_fragment_addresses, TensorParts};
 use super::names::elem_scalar;
 use super::pipeline::{Plan, RingLoad};
 use super::writer::Writer;
@@ -130,19 +130,14 @@ impl Writer<'_> {
             .mma
             .expect("prefetchable checked the layout");
         let (sin, sout) = (elem_scalar(self.k, d.a.dst), elem_scalar(self.k, d.dst));
+        let (a_at, b_at) = ring_fragment_addresses(d.a.cols / 8, d.b.cols / 8);
         TensorParts {
             mt: mma.mt,
             nt: mma.nt,
             mma_fn: mma_fn(sin, sout),
             d: self.name(d.dst).to_string(),
-            a_at: format!(
-                "kwb_sa + kwb_swz<{}>(kwb_ar + i * 16, kk / 8 + kwb_lane / 16)",
-                d.a.cols / 8
-            ),
-            b_at: format!(
-                "kwb_sb + kwb_swz<{}>(kk + kwb_lane % 16, kwb_bc + j)",
-                d.b.cols / 8
-            ),
+            a_at,
+            b_at,
         }
     }
 
