@@ -374,6 +374,13 @@ fn run_inspect(args: InspectArgs) -> i32 {
         });
     }
     if !args.sizes.is_empty() {
+        if ws.sizes.is_empty() {
+            eprintln!(
+                "error: --sizes: {} has no sizes (only a workspace YAML names them)",
+                args.path.display()
+            );
+            return exit::USAGE;
+        }
         let known: Vec<String> = ws.sizes.iter().map(|s| s.name.clone()).collect();
         if let Some(bad) = args.sizes.iter().find(|s| !known.contains(s)) {
             eprintln!(
