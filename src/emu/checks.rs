@@ -26,8 +26,8 @@ pub enum FindingKind {
     /// A shuffle or vote executed by a lane missing from its member mask, or naming a lane
     /// that did not execute it.
     ShuffleMask,
-    /// A `.sync.aligned` warp-wide instruction (`mma`, `ldmatrix`) that only part of the warp
-    /// executed.
+    /// A `.sync.aligned` warp-wide instruction (`mma`, `ldmatrix`, `wgmma`) that only part of
+    /// the warp executed, or a `wgmma` in a block that does not hold its whole warpgroup.
     PartialWarp,
 }
 

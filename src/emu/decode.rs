@@ -11,6 +11,8 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
         "mma" => return mma(text),
         "ldmatrix" => return ldmatrix(text),
         "cp" => return cp_async(text),
+        "wgmma" => return wgmma(text),
+        "fence" if text.starts_with("fence.proxy.async") => return proxy_fence(text),
         _ => {}
     }
     let op = match base {
@@ -222,6 +224,84 @@ fn mma(text: &str) -> Result<(Op, Ty, Mods), String> {
         ..Mods::default()
     };
     Ok((Op::Mma, d, mods))
+}
+
+/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.ATYPE.BTYPE` with f16 or bf16 inputs (both the
+/// same) and N a multiple of 8 up to 256, kept in `Mods::vec` as N / 8; and `wgmma.fence`,
+/// `wgmma.commit_group`, `wgmma.wait_group`, which change nothing here: the emulator performs
+/// each `mma_async` when it is issued. Other shapes, types, sparse forms are named unsupported.
+fn wgmma(text: &str) -> Result<(Op, Ty, Mods), String> {
+    let mut parts = text.split('.').skip(1);
+    let what = parts.next().unwrap_or_default();
+    let (mut shape, mut types) = (None, Vec::new());
+    for p in parts {
+        match p {
+            "sync" | "aligned" => {}
+            s if what == "mma_async" && s.starts_with('m') && s.contains('n') => shape = Some(s),
+            t => match Ty::parse(t) {
+                Some(ty) if what == "mma_async" => types.push((t, ty)),
+                _ => return Err(format!("`{text}` (modifier `.{t}`)")),
+            },
+        }
+    }
+    let mut mods = Mods {
+        vec: 1,
+        ..Mods::default()
+    };
+    match what {
+        "fence" | "commit_group" | "wait_group" => return Ok((Op::Nop, Ty::B32, mods)),
+        "mma_async" => {}
+        _ => return Err(format!("`{text}`")),
+    }
+    let n = shape
+        .and_then(|s| {
+            s.strip_prefix("m64n")?
+                .strip_suffix("k16")?
+                .parse::<u32>()
+                .ok()
+        })
+        .filter(|n| n.is_multiple_of(8) && (8..=256).contains(n));
+    let Some(n) = n else {
+        let s = shape.unwrap_or("none");
+        return Err(format!(
+            "`{text}` (shape `.{s}`; the emulator runs wgmma of shape .m64nNk16, N a multiple of 8 up to 256)"
+        ));
+    };
+    let [(d_name, d), (_, a), (_, b)] = types[..] else {
+        return Err(format!("`{text}` (expected three types: D, A, B)"));
+    };
+    if d != Ty::F32 {
+        return Err(format!(
+            "`{text}` (D type `.{d_name}`; the emulator runs wgmma with .f32 accumulators)"
+        ));
+    }
+    if a != b || !matches!(a, Ty::F16 | Ty::Bf16) {
+        return Err(format!(
+            "`{text}` (input types; the emulator runs wgmma with .f16 or .bf16 inputs)"
+        ));
+    }
+    mods.vec = (n / 8) as u8;
+    mods.src_ty = Some(a);
+    Ok((Op::Wgmma, d, mods))
+}
+
+/// `fence.proxy.async` with no state space, `.shared::cta`, `.shared::cluster` or `.global`:
+/// orders generic-proxy writes before async-proxy reads (`wgmma`, bulk copies), which the
+/// emulator performs at issue in program order, so it is a fence like any other.
+fn proxy_fence(text: &str) -> Result<(Op, Ty, Mods), String> {
+    match text.strip_prefix("fence.proxy.async") {
+        Some("" | ".shared::cta" | ".shared::cluster" | ".global") => Ok((
+            Op::Membar,
+            Ty::B32,
+            Mods {
+                vec: 1,
+                ..Mods::default()
+            },
+        )),
+        _ => Err(format!(
+            "`{text}` (state space; `.shared::cta`, `.shared::cluster` or `.global`)"
+        )),
+    }
 }
 
 /// `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans][.shared[::cta]].b16`.

@@ -243,6 +243,9 @@ pub enum Op {
     Ldmatrix,
     /// `cp.async.{ca,cg}.shared.global`: run at once, as a global read and a shared write.
     CpAsync,
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32`: a warpgroup's multiply of shared-memory
+    /// tiles, run at once, warp by warp (N / 8 in `Mods::vec`, the input type in `src_ty`).
+    Wgmma,
     Nop,
 }
 
@@ -259,7 +262,7 @@ pub struct Mods {
     /// `setp` combined with a predicate: .and/.or/.xor.
     pub bool_op: Option<u8>,
     pub space: Option<Space>,
-    /// Vector width of a load/store (1, 2, 4).
+    /// Vector width of a load/store (1, 2, 4); `ldmatrix`'s tile count; `wgmma`'s N / 8.
     pub vec: u8,
     /// Shuffle mode, vote mode, atomic op, redux op, shf direction: a small code.
     pub sub: u8,

@@ -682,6 +682,10 @@ fn operand(b: &mut EntryBuilder, s: &str, ty: Ty, module: &Module) -> Result<Ope
             .map(Operand::Reg)
             .ok_or_else(|| format!("unknown register `{s}`"));
     }
+    // A register named without `%`, as inline asm declares them (`.reg .pred p;`).
+    if let Some(r) = b.reg(s) {
+        return Ok(Operand::Reg(r));
+    }
     if s.starts_with("0f") || s.starts_with("0F") || s.starts_with("0d") || s.starts_with("0D") {
         return parse_float_bits(s, ty)
             .map(Operand::Imm)

@@ -23,7 +23,7 @@ const MMA_NOTE: &str = "mma.sync (tensor cores add the products in their own ord
 
 impl Cta<'_> {
     /// Reports that `.sync.aligned` instruction `i` ran on only the lanes of `active`.
-    fn partial_warp(&mut self, lo: usize, i: usize, active: u32) {
+    pub(super) fn partial_warp(&mut self, lo: usize, i: usize, active: u32) {
         if active == u32::MAX || !self.wants(FindingKind::PartialWarp, i) {
             return;
         }

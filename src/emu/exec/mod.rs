@@ -9,6 +9,7 @@ mod async_copy;
 mod matrix_ops;
 mod memory_ops;
 mod warp_ops;
+mod warpgroup_ops;
 
 use super::alu;
 use super::checks::{Finding, FindingKind, Findings, Shadow};
@@ -427,6 +428,7 @@ impl<'a> Cta<'a> {
             Op::Shfl => self.shfl(lo, i, active)?,
             Op::Mma => self.mma(lo, i, active)?,
             Op::Ldmatrix => self.ldmatrix(lo, i, active)?,
+            Op::Wgmma => self.wgmma(lo, i, active)?,
             Op::CpAsync => {
                 for t in lanes(active, lo) {
                     self.cp_async(t, i)?;
