@@ -59,6 +59,8 @@ struct Case {
     stages: i64,
     /// M, N and K are passed as multiples of 16, so the copies are proven 16-byte vectors.
     div16: bool,
+    /// The target's compute capability (0: code for any GPU; 90: Hopper, with wgmma).
+    sm: u32,
 }
 
 fn request(c: &Case) -> KernelRequest {
@@ -152,7 +154,8 @@ type Interpreted = (String, u32, Vec<f32>, Vec<f32>, Vec<f32>);
 /// dynamic shared memory its launch needs, and the interpreter's C.
 fn interpret(c: &Case) -> Interpreted {
     let path = std::path::Path::new("tests/tile/dot_cases.tile");
-    let compiled = kwb::tile::compile(path, SOURCE, &[request(c)]);
+    let target = kwb::tile::Target::sm(c.sm);
+    let compiled = kwb::tile::compile_for(path, SOURCE, &[request(c)], target);
     assert!(
         !compiled.cuda.is_empty(),
         "{c:?}: {}",
@@ -207,9 +210,12 @@ fn emulate(c: &Case, cuda: &str, dynamic: u32, a: &[f32], b: &[f32]) -> Option<(
         }
     };
     let arch = kwb::compile::Arch::parse("sm_90").expect("sm_90");
-    let out = nvrtc
-        .compile("dot.cu", cuda, &nvrtc.base_options(arch))
-        .expect("NVRTC runs");
+    let mut options = nvrtc.base_options(arch);
+    if cuda.contains("wgmma.mma_async") {
+        // As kwb's compile pipeline does: wgmma needs sm_90a.
+        options[0].push('a');
+    }
+    let out = nvrtc.compile("dot.cu", cuda, &options).expect("NVRTC runs");
     assert!(
         out.ok,
         "{c:?}: NVRTC rejected the code:\n{}\n{cuda}",
@@ -245,6 +251,7 @@ fn case(dtype: DType, mode: i64, tile: [i64; 3], warps: u32, size: [usize; 3]) -
         size,
         stages: 3,
         div16: false,
+        sm: 0,
     }
 }
 
@@ -401,5 +408,107 @@ fn matmul_loops_prefetch_fragments_where_registers_allow() {
             continue;
         };
         assert_eq!(got, want, "{c:?}: emulator vs interpreter");
+    }
+}
+
+#[test]
+fn hopper_dots_take_wgmma_and_agree_with_the_interpreter() {
+    use DType::{BF16, F16};
+    let hopper = |c: Case| Case { sm: 90, ..c };
+    // (case, whether its dot goes to wgmma)
+    let cases = [
+        // One warpgroup, one 64-row step: A rows of 64 bytes (64-byte swizzle), B of 128.
+        (
+            hopper(staged(
+                case(F16, 0, [64, 64, 32], 4, [80, 72, 112]),
+                3,
+                true,
+            )),
+            true,
+        ),
+        // Two 64-row steps per warpgroup (A's rows permuted), bf16, 4 buffers.
+        (
+            hopper(staged(
+                case(BF16, 0, [128, 128, 32], 4, [144, 136, 208]),
+                4,
+                true,
+            )),
+            true,
+        ),
+        // Two warpgroups; A rows of 128 bytes; B rows of 512 bytes in four 128-byte blocks.
+        (
+            hopper(staged(
+                case(F16, 0, [128, 256, 64], 8, [136, 264, 192]),
+                3,
+                true,
+            )),
+            true,
+        ),
+        // 16-deep stages and 16 columns (32-byte swizzles), element-by-element copies, 2 buffers.
+        (
+            hopper(staged(
+                case(F16, 0, [64, 16, 16], 4, [70, 20, 48]),
+                2,
+                false,
+            )),
+            true,
+        ),
+        // `acc += tl.dot(a, b)` and elementwise work: the dot waits for its own wgmmas.
+        (
+            hopper(staged(
+                case(F16, 2, [64, 64, 64], 4, [80, 72, 200]),
+                3,
+                true,
+            )),
+            true,
+        ),
+        // Not for wgmma: fp16 accumulators, 2 warps, 32-row tiles, 8 warps on 64 rows.
+        (
+            hopper(staged(
+                case(F16, 1, [64, 64, 32], 4, [80, 72, 112]),
+                3,
+                true,
+            )),
+            false,
+        ),
+        (
+            hopper(staged(
+                case(F16, 0, [64, 64, 32], 2, [80, 72, 112]),
+                3,
+                true,
+            )),
+            false,
+        ),
+        (
+            hopper(staged(case(F16, 0, [32, 32, 16], 4, [40, 24, 40]), 3, true)),
+            false,
+        ),
+        (
+            hopper(staged(
+                case(F16, 0, [64, 64, 32], 8, [80, 72, 112]),
+                3,
+                true,
+            )),
+            false,
+        ),
+        // The wgmma tiling with no ring to read from: mma.sync on that tiling.
+        (
+            hopper(staged(
+                case(F16, 0, [64, 64, 32], 4, [80, 72, 112]),
+                1,
+                true,
+            )),
+            false,
+        ),
+    ];
+    for (c, wgmma) in &cases {
+        let (cuda, dynamic, a, b, want) = interpret(c);
+        assert_eq!(cuda.contains("wgmma.mma_async"), *wgmma, "{c:?}\n{cuda}");
+        let Some((got, ptx)) = emulate(c, &cuda, dynamic, &a, &b) else {
+            continue;
+        };
+        assert_eq!(got, want, "{c:?}: emulator vs interpreter");
+        assert_eq!(ptx.contains("wgmma.mma_async"), *wgmma, "{c:?}");
+        assert_eq!(ptx.contains("mma.sync.aligned"), !*wgmma, "{c:?}");
     }
 }

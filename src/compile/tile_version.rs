@@ -194,13 +194,20 @@ impl Compiler {
                 return out;
             }
         };
-        let tiled = tile::compile(&v.file, source, &req);
+        let tiled = tile::compile_for(&v.file, source, &req, tile::Target::sm(self.arch.sm()));
         out.diagnostics.extend(tiled.diagnostics);
         if out.diagnostics.iter().any(Diagnostic::is_error) || tiled.cuda.is_empty() {
             return out;
         }
         out.tile_kernels = tiled.kernels;
         out.tile_dynamic_shared = tiled.dynamic_shared;
+        if tiled.cuda.contains("wgmma.mma_async") {
+            // wgmma exists on sm_90a, the architecture-specific form of sm_90, alone.
+            let plain = format!("--gpu-architecture={}", self.arch);
+            for o in out.options.iter_mut().filter(|o| **o == plain) {
+                o.push('a');
+            }
+        }
         let cuda: Arc<str> = Arc::from(tiled.cuda);
         out.generated = Some(cuda.clone());
         self.compile_cuda(ws, v, &cuda, &[], &mut out);

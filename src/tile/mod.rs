@@ -69,8 +69,39 @@ pub struct Compiled {
     pub dynamic_shared: Vec<(String, u64)>,
 }
 
-/// Compiles the requested kernels of a `.tile`/`.py` source to CUDA C++.
+/// What the generated code may use of the GPU it is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Target {
+    /// Compute capability as `major * 10 + minor` (90 for sm_90); 0 for code that runs on any
+    /// GPU kwb supports.
+    pub sm: u32,
+}
+
+impl Target {
+    pub fn sm(sm: u32) -> Target {
+        Target { sm }
+    }
+
+    /// Hopper's warpgroup MMA (`wgmma.mma_async`): sm_90 alone (compiled as sm_90a; later
+    /// architectures replace it).
+    pub fn wgmma(self) -> bool {
+        self.sm == 90
+    }
+}
+
+/// Compiles the requested kernels of a `.tile`/`.py` source to CUDA C++ that runs on any GPU.
 pub fn compile(path: &Path, source: &str, requests: &[KernelRequest]) -> Compiled {
+    compile_for(path, source, requests, Target::default())
+}
+
+/// Compiles the requested kernels to CUDA C++ for `target`: on sm_90 the Triton matmul loop's
+/// `tl.dot` becomes `wgmma`, and the code must then be compiled for sm_90a.
+pub fn compile_for(
+    path: &Path,
+    source: &str,
+    requests: &[KernelRequest],
+    target: Target,
+) -> Compiled {
     let (kernels, diagnostics) = check::check(path, source, requests);
     if diagnostics.iter().any(Diagnostic::is_error) {
         return Compiled {
@@ -80,7 +111,7 @@ pub fn compile(path: &Path, source: &str, requests: &[KernelRequest]) -> Compile
             dynamic_shared: Vec::new(),
         };
     }
-    let written = cuda::write_kernels(&kernels);
+    let written = cuda::write_kernels_for(&kernels, target);
     Compiled {
         cuda: written.cuda,
         dynamic_shared: written.dynamic_shared,

@@ -19,6 +19,7 @@ use super::layout::Layout;
 use super::mma::Mma;
 use super::names::literal;
 use super::names::{c_scalar, elem_scalar};
+use super::ring::RingSwizzle;
 use super::writer::{Writer, SMEM_LIMIT};
 use crate::tile::ir::{Const, Scalar, VarId};
 
@@ -131,6 +132,23 @@ impl Writer<'_> {
             (Some(ra), Some(rb)) if tensor => Some((ra.clone(), rb.clone())),
             _ => None,
         };
+        if let Some((ra, rb)) = ring.as_ref().filter(|(ra, rb)| {
+            mma.wgmma
+                && matches!(ra.swizzle, RingSwizzle::Wgmma { .. })
+                && matches!(rb.swizzle, RingSwizzle::Wgmma { .. })
+        }) {
+            self.line(&format!(
+                "// tl.dot [{m}, {k}] @ [{k}, {n}] -> {}: wgmma m64n{n}k16 from the rings; {} warpgroup(s), each {} x {n}",
+                sout.triton_name(),
+                mma.warps_m / 4,
+                m / (mma.warps_m / 4)
+            ));
+            self.open("{");
+            let defer = self.wgmma_defer;
+            self.wgmma_dot(dst, a, acc, &mma, (ra, rb), (m, k, n), defer);
+            self.close("}");
+            return;
+        }
         self.line(&format!(
             "// tl.dot [{m}, {k}] @ [{k}, {n}] -> {}: {}; warps {} x {}, each {} x {}",
             sout.triton_name(),

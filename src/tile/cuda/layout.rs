@@ -12,6 +12,7 @@
 
 use super::mma::Mma;
 use crate::tile::ir::{Elem, Kernel, Op, Stmt, StmtKind, VarId};
+use crate::tile::Target;
 use std::collections::{BTreeMap, HashMap};
 
 /// The layout of every tile with `numel` elements in one kernel.
@@ -144,7 +145,7 @@ pub struct Layouts {
 
 impl Layouts {
     /// Vector width per size: 16 bytes over the widest element of that size's global accesses.
-    pub fn plan(k: &Kernel) -> Layouts {
+    pub fn plan(k: &Kernel, target: Target) -> Layouts {
         let mut widest: BTreeMap<u64, u32> = BTreeMap::new();
         let mut sizes: Vec<u64> = Vec::new();
         for v in &k.vars {
@@ -180,7 +181,7 @@ impl Layouts {
                 (n, Layout::new(n, threads, vec))
             })
             .collect();
-        let by_var = super::unify::mma_tiles(k)
+        let by_var = super::unify::mma_tiles(k, target)
             .into_iter()
             .map(|(v, m)| (v, Layout::of_mma(m, threads)))
             .collect();

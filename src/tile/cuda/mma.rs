@@ -20,6 +20,8 @@ pub struct Mma {
     pub mt: u64,
     /// 8-column tiles per warp (always even: B fragments come 16 columns per `ldmatrix`).
     pub nt: u64,
+    /// Tiled for Hopper's `wgmma` (`wgmma.rs`): each warp owns whole rows.
+    pub wgmma: bool,
 }
 
 impl Mma {
@@ -45,7 +47,31 @@ impl Mma {
             warps_n: wn,
             mt: (m / wm / 16).max(1),
             nt: (n / wn / 8).max(2),
+            wgmma: false,
         }
+    }
+
+    /// The tiling `wgmma` needs, if `[m, n]` has it at `warps` warps: warpgroups (4 warps)
+    /// split M in 64-row steps and each covers all N columns (at most 256), so every warp owns
+    /// `mt` tiles of 16 whole rows. A warp's rows as the layout numbers them are not those
+    /// `wgmma` gives it (warp `q` of a warpgroup gets rows `16q ..` of each 64-row step); the
+    /// writer permutes A's rows in shared memory to match (`wgmma.rs`).
+    pub fn wgmma(m: u64, n: u64, warps: u64) -> Option<Mma> {
+        let groups = warps / 4;
+        let fits = warps.is_multiple_of(4)
+            && groups > 0
+            && m.is_multiple_of(64 * groups)
+            && n.is_multiple_of(16)
+            && (16..=256).contains(&n);
+        fits.then(|| Mma {
+            m,
+            n,
+            warps_m: warps,
+            warps_n: 1,
+            mt: m / warps / 16,
+            nt: n / 8,
+            wgmma: true,
+        })
     }
 
     /// Warps that own elements.

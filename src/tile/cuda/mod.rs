@@ -20,9 +20,11 @@ mod relayout;
 mod remat;
 mod ring;
 mod unify;
+mod wgmma;
 mod writer;
 
 use super::ir;
+use super::Target;
 
 /// CUDA C++ for `kernels` and the dynamic shared memory each needs.
 pub struct Written {
@@ -39,8 +41,14 @@ pub fn write(kernels: &[ir::Kernel]) -> String {
 
 /// CUDA C++ for `kernels`, with the dynamic shared memory each one's launch needs.
 pub fn write_kernels(kernels: &[ir::Kernel]) -> Written {
+    write_kernels_for(kernels, Target::default())
+}
+
+/// CUDA C++ for `kernels` on `target`, with the dynamic shared memory each launch needs.
+pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
     let mut code = String::new();
     let mut dynamic_shared = Vec::new();
+    let mut own_helpers = std::collections::BTreeMap::new();
     for k in kernels {
         code.push('\n');
         if let Some(err) = malformed(k) {
@@ -50,10 +58,11 @@ pub fn write_kernels(kernels: &[ir::Kernel]) -> Written {
             ));
             continue;
         }
-        let w = writer::Writer::new(k).kernel();
+        let w = writer::Writer::new(k, target).kernel();
         if w.dynamic_shared > 0 {
             dynamic_shared.push((k.name.clone(), w.dynamic_shared));
         }
+        own_helpers.extend(w.helpers);
         code.push_str(&w.cuda);
     }
     let mut out = String::from(
@@ -66,6 +75,9 @@ pub fn write_kernels(kernels: &[ir::Kernel]) -> Written {
         out.push_str("#pragma nv_diag_suppress 550\n");
     }
     out.push_str(&helpers);
+    for text in own_helpers.values() {
+        out.push_str(text);
+    }
     out.push_str(&code);
     Written {
         cuda: out,
@@ -80,6 +92,7 @@ fn helpers_for(code: &str) -> String {
         .chain(reduce::ARG_HELPERS)
         .chain(dot::HELPERS)
         .chain(ring::HELPERS)
+        .chain(wgmma::HELPERS)
         .copied()
         .collect();
     let mut used = vec![false; all.len()];

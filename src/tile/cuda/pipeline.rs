@@ -16,6 +16,7 @@
 //! pointer tiles end the loop with the values they would have had: each iteration's slice runs
 //! exactly once, only earlier.
 
+use super::ring::RingSwizzle;
 use super::writer::{Writer, SMEM_OPTIN_LIMIT};
 use crate::tile::ir::{Const, Elem, Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::{HashMap, HashSet};
@@ -36,6 +37,8 @@ pub struct RingLoad {
     /// Byte offset of its buffers in `kwb_ring`, and the size of one buffer.
     pub offset: u64,
     pub stage_bytes: u64,
+    /// How a buffer lays out the tile.
+    pub swizzle: RingSwizzle,
 }
 
 /// How one loop is pipelined.
@@ -47,8 +50,10 @@ pub struct Plan {
     pub ahead: Vec<usize>,
     /// Body indices of the rest, in order (recomputed slice statements included).
     pub compute: Vec<usize>,
-    /// Bytes of `kwb_ring` the loop's buffers take.
+    /// Bytes of `kwb_ring` the loop's buffers take (alignment included).
     pub bytes: u64,
+    /// The alignment its buffers need in the shared window.
+    pub align: u64,
 }
 
 /// The variables a statement reads (not in nested statements).
@@ -266,7 +271,10 @@ impl Writer<'_> {
         ahead.sort_unstable();
         let mut compute: Vec<usize> = compute.into_iter().collect();
         compute.sort_unstable();
-        // The ring: one buffer per stage per load, 128-byte aligned.
+        // How each load lies in its buffers: for wgmma, when the loop's dots take it.
+        let swizzles = self.wgmma_swizzles(body, &ring_idx);
+        let align = if swizzles.is_some() { 1024 } else { 128 };
+        // The ring: one buffer per stage per load, 128-byte aligned (1024 for wgmma).
         let mut loads = Vec::new();
         let mut per_stage = 0;
         for &i in &ring_idx {
@@ -279,7 +287,11 @@ impl Writer<'_> {
             };
             let sh = &self.k.ty(*dst).shape;
             let (rows, cols) = (u64::from(sh[0]), u64::from(sh[1]));
-            let stage_bytes = (rows * cols * 2).next_multiple_of(128);
+            let stage_bytes = (rows * cols * 2).next_multiple_of(align);
+            let swizzle = swizzles
+                .as_ref()
+                .and_then(|s| s.get(dst).copied())
+                .unwrap_or(RingSwizzle::Ldmatrix);
             loads.push(RingLoad {
                 stmt: i,
                 dst: *dst,
@@ -289,15 +301,18 @@ impl Writer<'_> {
                 cols,
                 offset: 0,
                 stage_bytes,
+                swizzle,
             });
             per_stage += stage_bytes;
         }
-        let room = SMEM_OPTIN_LIMIT.saturating_sub(self.ring_bytes) / per_stage.max(1);
+        let first = self.ring_bytes.next_multiple_of(align);
+        let slack = if align > 128 { align } else { 0 };
+        let room = SMEM_OPTIN_LIMIT.saturating_sub(first + slack) / per_stage.max(1);
         let stages = requested.min(self.stage_cap).min(room);
         if stages < 2 {
             return None;
         }
-        let mut off = self.ring_bytes;
+        let mut off = first;
         for l in &mut loads {
             l.offset = off;
             off += stages * l.stage_bytes;
@@ -307,7 +322,8 @@ impl Writer<'_> {
             loads,
             ahead,
             compute,
-            bytes: stages * per_stage,
+            bytes: off - self.ring_bytes,
+            align,
         })
     }
 }

@@ -14,6 +14,7 @@
 use super::dot::{mma_fn, ring_fragment_addresses, TensorParts};
 use super::names::elem_scalar;
 use super::pipeline::{Plan, RingLoad};
+use super::ring::RingSwizzle;
 use super::writer::Writer;
 use crate::tile::ir::{Op, Scalar, Stmt, StmtKind, VarId};
 
@@ -74,6 +75,9 @@ impl Writer<'_> {
         };
         let ring = |x: &VarId| plan.loads.iter().find(|l| l.dst == *x).cloned();
         let (ra, rb) = (ring(a)?, ring(b)?);
+        if ra.swizzle != RingSwizzle::Ldmatrix || rb.swizzle != RingSwizzle::Ldmatrix {
+            return None;
+        }
         if !matches!(elem_scalar(self.k, *a), Scalar::F16 | Scalar::BF16) {
             return None;
         }

@@ -22,9 +22,9 @@
 //! reads, and the 8 chunks of a 128-byte line the copies write, fall in 8 different bank groups.
 
 use super::names::{c_scalar, elem_scalar};
-use super::pipeline::Plan;
+use super::pipeline::{Plan, RingLoad};
 use super::writer::Writer;
-use crate::tile::ir::{Stmt, VarId};
+use crate::tile::ir::{Stmt, StmtKind, VarId};
 use std::fmt::Write as _;
 
 /// Device helpers for the rings, by name.
@@ -70,6 +70,38 @@ pub const HELPERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// How a ring buffer lays out its `[rows, cols]` tile of 2-byte elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingSwizzle {
+    /// Row-major with kwb's chunk swizzle (`kwb_swz`), for `ldmatrix`.
+    Ldmatrix,
+    /// A `wgmma` operand (`wgmma.rs`): blocks of `width`-byte rows, swizzled as the hardware
+    /// reads them; `permute_mt` > 0 permutes the rows of an A operand for warps of that many
+    /// 16-row tiles.
+    Wgmma { width: u64, permute_mt: u64 },
+}
+
+impl RingSwizzle {
+    /// C expression of the byte offset, in a buffer of `rows x cols`, of flat element `f`
+    /// (a C expression).
+    pub fn at(&self, f: &str, rows: u64, cols: u64) -> String {
+        match *self {
+            RingSwizzle::Ldmatrix => format!(
+                "kwb_swz<{}>({f} / {cols}, ({f} % {cols}) / 8) + ({f} % 8) * 2",
+                cols / 8
+            ),
+            RingSwizzle::Wgmma { width, permute_mt } => {
+                let row = if permute_mt > 0 {
+                    format!("kwb_wgrow<{permute_mt}>({f} / {cols})")
+                } else {
+                    format!("{f} / {cols}")
+                };
+                format!("kwb_wgswz<{rows}, {width}>({row}, ({f} % {cols}) * 2)")
+            }
+        }
+    }
+}
+
 /// A dot operand read from a ring during the compute phase.
 #[derive(Debug, Clone)]
 pub struct RingRead {
@@ -77,6 +109,7 @@ pub struct RingRead {
     pub base: String,
     /// Chunks (16 bytes) per row.
     pub cpr: u64,
+    pub swizzle: RingSwizzle,
 }
 
 impl Writer<'_> {
@@ -92,6 +125,7 @@ impl Writer<'_> {
         let id = self.rings;
         self.rings += 1;
         self.ring_bytes += plan.bytes;
+        self.ring_align = self.ring_align.max(plan.align);
         self.max_stages = self.max_stages.max(plan.stages);
         let s = plan.stages;
         let t = c_scalar(elem_scalar(self.k, var));
@@ -148,34 +182,68 @@ impl Writer<'_> {
             for &i in &d.rest {
                 self.stmt(&body[i]);
             }
+        } else if let Some((dot, rest)) = self.wgmma_loop_dot(body, plan) {
+            // wgmma: the stage's dot runs while the next stage's copies are issued.
+            self.line(&format!("kwb_cp_wait<{}>();", s - 2));
+            self.line("kwb_fence_proxy_async();");
+            self.line("__syncthreads();");
+            self.set_ring_reads(plan, &rd);
+            self.wgmma_defer = true;
+            self.stmt(&body[dot]);
+            self.wgmma_defer = false;
+            self.clear_ring_reads(plan);
+            self.issue(&v, t, &next, body, plan, &wr);
+            self.line("kwb_cp_commit();");
+            self.line(&advance);
+            if let StmtKind::Assign { dst, .. } = &body[dot].kind {
+                let (d, ept) = (self.name(*dst).to_string(), self.layout(*dst).ept);
+                self.wgmma_wait(&d, ept);
+            }
+            for &i in &rest {
+                self.stmt(&body[i]);
+            }
+            self.line(&format!("{rd} = {rd} == {} ? 0 : {rd} + 1;", s - 1));
         } else {
             self.line(&format!("kwb_cp_wait<{}>();", s - 2));
+            if plan.align > 128 {
+                self.line("kwb_fence_proxy_async();");
+            }
             self.line("__syncthreads();");
             self.issue(&v, t, &next, body, plan, &wr);
             self.line("kwb_cp_commit();");
             self.line(&advance);
-            for l in &plan.loads {
-                let read = RingRead {
-                    base: format!(
-                        "(kwb_smem(kwb_ring) + {} + {rd} * {})",
-                        l.offset, l.stage_bytes
-                    ),
-                    cpr: l.cols / 8,
-                };
-                self.ring_reads.insert(l.dst, read);
-            }
+            self.set_ring_reads(plan, &rd);
             for &i in &plan.compute {
                 self.stmt(&body[i]);
             }
-            for l in &plan.loads {
-                self.ring_reads.remove(&l.dst);
-            }
+            self.clear_ring_reads(plan);
             self.line(&format!("{rd} = {rd} == {} ? 0 : {rd} + 1;", s - 1));
         }
         self.loop_end(body);
         self.close("}");
         self.line("kwb_cp_wait<0>();");
         self.close("}");
+    }
+
+    /// While the compute part is written: its dots read their operands from buffer `rd`.
+    fn set_ring_reads(&mut self, plan: &Plan, rd: &str) {
+        for l in &plan.loads {
+            let read = RingRead {
+                base: format!(
+                    "(kwb_smem(kwb_ring) + {} + {rd} * {})",
+                    l.offset, l.stage_bytes
+                ),
+                cpr: l.cols / 8,
+                swizzle: l.swizzle,
+            };
+            self.ring_reads.insert(l.dst, read);
+        }
+    }
+
+    fn clear_ring_reads(&mut self, plan: &Plan) {
+        for l in &plan.loads {
+            self.ring_reads.remove(&l.dst);
+        }
     }
 
     /// The address slice of the iteration whose loop variable is `at`, and its copies into
@@ -192,7 +260,7 @@ impl Writer<'_> {
                     let line = body[i].loc.line.max(1);
                     let file = self.file.clone();
                     let _ = writeln!(self.out, "#line {line} \"{file}\"");
-                    self.copy(l.ptr, l.mask, l.cols, l.offset, l.stage_bytes, slot);
+                    self.copy(&l, slot);
                 }
                 None => self.stmt(&body[i]),
             }
@@ -201,21 +269,14 @@ impl Writer<'_> {
         self.close("}");
     }
 
-    /// The copies of one pointer tile into buffer `slot` of a ring at `offset`.
-    fn copy(
-        &mut self,
-        ptr: VarId,
-        mask: Option<VarId>,
-        cols: u64,
-        offset: u64,
-        stage: u64,
-        slot: &str,
-    ) {
+    /// The copies of one ring load's pointer tile into buffer `slot` of its ring.
+    fn copy(&mut self, load: &RingLoad, slot: &str) {
+        let (ptr, mask, offset, stage) = (load.ptr, load.mask, load.offset, load.stage_bytes);
         let l = self.layout(ptr);
         let w = self.vector_width(ptr, mask);
         let bytes = w * 2;
         let f = l.flat_expr("e");
-        let cpr = cols / 8;
+        let at = load.swizzle.at("kwb_f", load.rows, load.cols);
         let owner = l
             .owner_expr()
             .map(|o| format!("if ({o}) "))
@@ -233,7 +294,7 @@ impl Writer<'_> {
             self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
             self.line(&format!("const int kwb_f = {f};"));
             self.line(&format!(
-                "{owner}kwb_cp{bytes}(kwb_smem(kwb_buf + kwb_swz<{cpr}>(kwb_f / {cols}, (kwb_f % {cols}) / 8) + (kwb_f % 8) * 2), {}, {});",
+                "{owner}kwb_cp{bytes}(kwb_smem(kwb_buf + {at}), {}, {});",
                 self.at(ptr, "e"),
                 m(self)
             ));
@@ -248,7 +309,7 @@ impl Writer<'_> {
                 m(self)
             ));
             self.line(&format!(
-                "{owner}*reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<{cpr}>(kwb_f / {cols}, (kwb_f % {cols}) / 8) + (kwb_f % 8) * 2) = r;"
+                "{owner}*reinterpret_cast<unsigned short*>(kwb_buf + {at}) = r;"
             ));
         }
         self.close("}");

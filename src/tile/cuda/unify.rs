@@ -9,7 +9,8 @@
 //! are staged through shared memory.
 
 use super::mma::Mma;
-use crate::tile::ir::{Kernel, Op, StmtKind, VarId};
+use crate::tile::ir::{Elem, Kernel, Op, Scalar, StmtKind, VarId};
+use crate::tile::Target;
 use std::collections::HashMap;
 
 struct Classes {
@@ -69,7 +70,7 @@ fn elementwise_operands(op: &Op) -> Vec<VarId> {
 }
 
 /// The tile variables of `k` that take an mma layout, and that layout.
-pub fn mma_tiles(k: &Kernel) -> HashMap<VarId, Mma> {
+pub fn mma_tiles(k: &Kernel, target: Target) -> HashMap<VarId, Mma> {
     let n = k.vars.len() as u32;
     let mut c = Classes {
         parent: (0..n).collect(),
@@ -79,8 +80,8 @@ pub fn mma_tiles(k: &Kernel) -> HashMap<VarId, Mma> {
     super::layout::visit(&k.body, &mut |s| {
         let (dst, ops) = match &s.kind {
             StmtKind::Assign { dst, op } => {
-                if let Op::Dot { .. } = op {
-                    dots.push(*dst);
+                if let Op::Dot { a, .. } = op {
+                    dots.push((*dst, *a));
                 }
                 (Some(*dst), elementwise_operands(op))
             }
@@ -99,10 +100,17 @@ pub fn mma_tiles(k: &Kernel) -> HashMap<VarId, Mma> {
         }
     });
     let mut by_class: HashMap<u32, Mma> = HashMap::new();
-    for d in dots.iter().filter(|d| tile(**d)) {
+    for (d, a) in dots.iter().filter(|(d, _)| tile(*d)) {
         let shape = &k.ty(*d).shape;
         if let [m, nn] = shape[..] {
-            let mma = Mma::new(u64::from(m), u64::from(nn), u64::from(k.num_warps.max(1)));
+            let (m, nn, warps) = (u64::from(m), u64::from(nn), u64::from(k.num_warps.max(1)));
+            // fp16/bf16 products summed in fp32 go to wgmma where the target has it.
+            let tensor = matches!(k.ty(*a).elem, Elem::Scalar(Scalar::F16 | Scalar::BF16))
+                && k.ty(*d).elem == Elem::Scalar(Scalar::F32);
+            let wgmma = (target.wgmma() && tensor)
+                .then(|| Mma::wgmma(m, nn, warps))
+                .flatten();
+            let mma = wgmma.unwrap_or_else(|| Mma::new(m, nn, warps));
             by_class.entry(c.find(d.0)).or_insert(mma);
         }
     }

@@ -8,7 +8,8 @@ use super::layout::{Layout, Layouts};
 use super::math;
 use super::names::{self, c_elem, c_string, elem_scalar, literal};
 use crate::tile::ir::{Const, Kernel, Op, Scalar, Stmt, StmtKind, VarId};
-use std::collections::HashMap;
+use crate::tile::Target;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// Static shared memory above this does not fit a program: reported as `#error`. Rings that
@@ -24,10 +25,13 @@ pub struct WrittenKernel {
     pub cuda: String,
     /// Bytes of `kwb_dyn` (the rings, when they do not fit beside the static shared memory).
     pub dynamic_shared: u64,
+    /// Device helpers written for this kernel alone (name, text): `wgmma` calls of its shapes.
+    pub helpers: BTreeMap<String, String>,
 }
 
 pub struct Writer<'k> {
     pub k: &'k Kernel,
+    pub target: Target,
     pub names: Vec<String>,
     pub layouts: Layouts,
     pub facts: Vec<Facts>,
@@ -61,10 +65,17 @@ pub struct Writer<'k> {
     pub ringed: Vec<VarId>,
     /// How many times each variable is assigned, and its op when that is once.
     pub defs: HashMap<VarId, (u32, Option<Op>)>,
+    /// The alignment the rings need in the shared window: 1024 bytes for `wgmma`'s swizzled
+    /// operands (the swizzle pattern repeats there), else 128.
+    pub ring_align: u64,
+    /// Device helpers written for this kernel alone (`wgmma.rs`).
+    pub helpers: BTreeMap<String, String>,
+    /// A wgmma dot being written leaves its wait to the loop (`wgmma.rs`).
+    pub wgmma_defer: bool,
 }
 
 impl<'k> Writer<'k> {
-    pub fn new(k: &'k Kernel) -> Writer<'k> {
+    pub fn new(k: &'k Kernel, target: Target) -> Writer<'k> {
         let mut defs: HashMap<VarId, (u32, Option<Op>)> = HashMap::new();
         super::layout::visit(&k.body, &mut |s| {
             if let StmtKind::Assign { dst, op } = &s.kind {
@@ -82,8 +93,9 @@ impl<'k> Writer<'k> {
             .collect();
         Writer {
             k,
+            target,
             names: names::var_names(k),
-            layouts: Layouts::plan(k),
+            layouts: Layouts::plan(k, target),
             facts: axis::analyse(k),
             out: String::new(),
             indent: 1,
@@ -101,6 +113,9 @@ impl<'k> Writer<'k> {
             ring_reads: HashMap::new(),
             ringed: Vec::new(),
             defs,
+            ring_align: 128,
+            helpers: BTreeMap::new(),
+            wgmma_defer: false,
         }
     }
 
@@ -189,17 +204,24 @@ impl<'k> Writer<'k> {
         // Static: everything but the rings. The rings join it while the total fits 48 KiB,
         // else they go to dynamic shared memory, up to the opt-in limit.
         let fixed = self.scratch_bytes + self.site_bytes + self.dot_bytes;
-        let dynamic = self.ring_bytes > 0 && fixed + self.ring_bytes > SMEM_LIMIT;
+        // wgmma's operands must sit on 1024-byte boundaries of the shared window: the rings
+        // get 1024 bytes more and start at the first such boundary inside.
+        let slack = if self.ring_align > 128 {
+            self.ring_align
+        } else {
+            0
+        };
+        let dynamic = self.ring_bytes > 0 && fixed + self.ring_bytes + slack > SMEM_LIMIT;
         if fixed > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
             // The dots' second copies took too much: write it again with one copy each.
-            let mut again = Writer::new(k);
+            let mut again = Writer::new(k, self.target);
             again.allow_double = false;
             again.stage_cap = self.stage_cap;
             return again.kernel();
         }
-        if fixed + self.ring_bytes > SMEM_OPTIN_LIMIT && self.ring_bytes > 0 {
+        if fixed + self.ring_bytes + slack > SMEM_OPTIN_LIMIT && self.ring_bytes > 0 {
             // The rings took too much: write it again with a buffer fewer (none below two).
-            let mut again = Writer::new(k);
+            let mut again = Writer::new(k, self.target);
             again.allow_double = self.allow_double;
             again.stage_cap = self.max_stages.saturating_sub(1);
             return again.kernel();
@@ -256,20 +278,37 @@ impl<'k> Writer<'k> {
                 k.name, fixed
             );
         }
+        let ring_decl = |head: &mut String, base: &str| {
+            if slack > 0 {
+                let _ = writeln!(
+                    head,
+                    "    unsigned char* const kwb_ring = {base} + ((0u - kwb_smem({base})) & {}u);",
+                    slack - 1
+                );
+            } else if base != "kwb_ring" {
+                let _ = writeln!(head, "    unsigned char* const kwb_ring = {base};");
+            }
+        };
         if dynamic {
             let _ = writeln!(
                 head,
                 "    // the rings ({} bytes) in dynamic shared memory: the launch passes that size",
-                self.ring_bytes
+                self.ring_bytes + slack
             );
             head.push_str("    extern __shared__ __align__(128) unsigned char kwb_dyn[];\n");
-            head.push_str("    unsigned char* const kwb_ring = kwb_dyn;\n");
+            ring_decl(&mut head, "kwb_dyn");
         } else if self.ring_bytes > 0 {
+            let name = if slack > 0 {
+                "kwb_ring_raw"
+            } else {
+                "kwb_ring"
+            };
             let _ = writeln!(
                 head,
-                "    __shared__ __align__(128) unsigned char kwb_ring[{}];",
-                self.ring_bytes
+                "    __shared__ __align__(128) unsigned char {name}[{}];",
+                self.ring_bytes + slack
             );
+            ring_decl(&mut head, name);
         }
         if self.dot_bytes > 0 {
             let _ = writeln!(
@@ -315,7 +354,8 @@ impl<'k> Writer<'k> {
         head.push_str("}\n");
         WrittenKernel {
             cuda: head,
-            dynamic_shared: if dynamic { self.ring_bytes } else { 0 },
+            dynamic_shared: if dynamic { self.ring_bytes + slack } else { 0 },
+            helpers: self.helpers,
         }
     }
 
