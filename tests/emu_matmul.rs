@@ -7,51 +7,19 @@
 mod support;
 
 use half::{bf16, f16};
-use kwb::emu::{self, InitState, Launch, Memory, Module, Options, Report};
+use kwb::emu::{Module, Report};
 use kwb::report::{json::from_json, Status};
 
 const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
 
-/// Runs `entry` of `ptx` on one block of `threads` threads; each buffer is (bytes, output?).
+/// Runs `entry` of `ptx` on one block of `threads` threads; each buffer is a parameter.
 /// Returns every buffer's bytes afterwards and the emulator's report.
 fn run(ptx: &str, entry: &str, threads: u32, bufs: &[Vec<u8>]) -> (Vec<Vec<u8>>, Report) {
-    let module = Module::parse(ptx).unwrap_or_else(|e| panic!("{e:?}\n{ptx}"));
-    let mut mem = Memory::new();
-    let addrs: Vec<u64> = bufs
-        .iter()
-        .enumerate()
-        .map(|(i, b)| mem.alloc(&format!("buf{i}"), b, InitState::Initialized))
-        .collect();
-    let launch = Launch {
-        entry,
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
-        dynamic_shared: 0,
-        params: &addrs,
-    };
-    let report = emu::run(&module, &launch, &mut mem, &Options::default())
-        .unwrap_or_else(|e| panic!("{e}\n{ptx}"));
-    let out = addrs
-        .iter()
-        .zip(bufs)
-        .map(|(&a, b)| mem.read(a, b.len()))
-        .collect();
-    (out, report)
+    support::emu_block::run_block(ptx, entry, threads, bufs)
+        .unwrap_or_else(|e| panic!("{e}\n{ptx}"))
 }
 
-/// Deterministic small values: multiples of 1/8 in [-2, 2], so every product and every sum of
-/// sixteen of them is exact in f32 and the comparison can be exact too.
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % 33) as f64 / 8.0 - 2.0
-        })
-        .collect()
-}
+use support::emu_block::eighths as values;
 
 fn u32s(b: &[u8]) -> Vec<u32> {
     b.chunks(4)

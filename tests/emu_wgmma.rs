@@ -7,48 +7,19 @@
 //! layouts, (size, stride) modes evaluated directly, not by the emulator's formulas. Then the
 //! failures: a descriptor past shared memory, a base offset, an f16 accumulator, a partial warp.
 
+mod support;
+
 use half::{bf16, f16};
-use kwb::emu::{self, EmuError, InitState, Launch, Memory, Module, Options, Report};
+use kwb::emu::{EmuError, Module, Report};
 
 const HEADER: &str = ".version 8.0\n.target sm_90a\n.address_size 64\n";
 
-/// Runs `entry` of `ptx` on one block of `threads` threads, each buffer a parameter.
+/// Runs the kernel `wg` of `ptx` on one block of `threads` threads, each buffer a parameter.
 fn try_run(ptx: &str, threads: u32, bufs: &[Vec<u8>]) -> Result<(Vec<Vec<u8>>, Report), EmuError> {
-    let module = Module::parse(ptx).unwrap_or_else(|e| panic!("{e:?}\n{ptx}"));
-    let mut mem = Memory::new();
-    let addrs: Vec<u64> = bufs
-        .iter()
-        .enumerate()
-        .map(|(i, b)| mem.alloc(&format!("buf{i}"), b, InitState::Initialized))
-        .collect();
-    let launch = Launch {
-        entry: "wg",
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
-        dynamic_shared: 0,
-        params: &addrs,
-    };
-    let report = emu::run(&module, &launch, &mut mem, &Options::default())?;
-    let out = addrs
-        .iter()
-        .zip(bufs)
-        .map(|(&a, b)| mem.read(a, b.len()))
-        .collect();
-    Ok((out, report))
+    support::emu_block::run_block(ptx, "wg", threads, bufs)
 }
 
-/// Multiples of 1/8 in [-2, 2]: every product and sum of 32 of them is exact in f32.
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % 33) as f64 / 8.0 - 2.0
-        })
-        .collect()
-}
+use support::emu_block::eighths as values;
 
 /// How an operand lies in shared memory: MN-major or K-major, and the swizzle's row width in
 /// bytes (0: none, else 32, 64 or 128).
@@ -587,6 +558,15 @@ fn an_f16_accumulator_is_unsupported() {
     );
 }
 
+/// The report's partial-warp finding.
+fn partial_warp(report: &Report) -> &kwb::emu::Finding {
+    report
+        .findings
+        .iter()
+        .find(|f| f.kind.as_str() == "partial-warp")
+        .unwrap_or_else(|| panic!("{:?}", report.findings))
+}
+
 #[test]
 fn a_wgmma_of_half_a_warp_is_a_partial_warp_finding() {
     let s = stage(&Case {
@@ -594,11 +574,7 @@ fn a_wgmma_of_half_a_warp_is_a_partial_warp_finding() {
         ..BASE
     });
     let (_, report) = try_run(&s.ptx, s.threads, &s.bufs).unwrap_or_else(|e| panic!("{e}"));
-    let f = report
-        .findings
-        .iter()
-        .find(|f| f.kind.as_str() == "partial-warp")
-        .unwrap_or_else(|| panic!("{:?}", report.findings));
+    let f = partial_warp(&report);
     assert!(
         f.message.contains("wgmma") && f.message.contains("16 of the warp's 32 lanes"),
         "{}",
@@ -624,11 +600,7 @@ fn hopper_fences_and_wait_counts_parse() {
 fn a_wgmma_in_a_block_smaller_than_a_warpgroup_is_a_finding() {
     let s = stage(&BASE);
     let (_, report) = try_run(&s.ptx, 32, &s.bufs).unwrap_or_else(|e| panic!("{e}"));
-    let f = report
-        .findings
-        .iter()
-        .find(|f| f.kind.as_str() == "partial-warp")
-        .unwrap_or_else(|| panic!("{:?}", report.findings));
+    let f = partial_warp(&report);
     assert!(
         f.message.contains("warpgroup") && f.message.contains("block of 32 threads"),
         "{}",

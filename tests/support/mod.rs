@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod differential;
+pub mod emu_block;
 pub mod rng;
 pub mod tmux;
 

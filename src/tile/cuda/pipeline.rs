@@ -56,6 +56,24 @@ pub struct Plan {
     pub align: u64,
 }
 
+impl Plan {
+    /// When the compute part is one statement followed by copies (the matmul loop: the dot,
+    /// then the loop-carried accumulator's copy): that statement's body index and the copies'.
+    pub fn one_then_copies(&self, body: &[Stmt]) -> Option<(usize, &[usize])> {
+        let (i, rest) = self.compute.split_first()?;
+        let copies = rest.iter().all(|&r| {
+            matches!(
+                body[r].kind,
+                StmtKind::Assign {
+                    op: Op::Copy(_),
+                    ..
+                }
+            )
+        });
+        copies.then_some((*i, rest))
+    }
+}
+
 /// The variables a statement reads (not in nested statements).
 fn reads(s: &StmtKind) -> Vec<VarId> {
     let mut v = super::stmt_vars(s);

@@ -53,23 +53,11 @@ fn worth_it(acc: u64, fragments: u64, pointers: u64, threads: u64) -> bool {
 impl Writer<'_> {
     /// The loop's dot, when the loop can take the prefetching schedule.
     pub fn prefetchable(&self, body: &[Stmt], plan: &Plan) -> Option<RingDot> {
-        let (i, rest) = plan.compute.split_first()?;
-        let copies = rest.iter().all(|&r| {
-            matches!(
-                body[r].kind,
-                StmtKind::Assign {
-                    op: Op::Copy(_),
-                    ..
-                }
-            )
-        });
-        if !copies {
-            return None;
-        }
+        let (i, rest) = plan.one_then_copies(body)?;
         let StmtKind::Assign {
             dst,
             op: Op::Dot { a, b, acc, .. },
-        } = &body[*i].kind
+        } = &body[i].kind
         else {
             return None;
         };
@@ -98,7 +86,7 @@ impl Writer<'_> {
             b: rb,
             slices: k / 16,
             rest: rest.to_vec(),
-            line: body[*i].loc.line.max(1),
+            line: body[i].loc.line.max(1),
         })
     }
 

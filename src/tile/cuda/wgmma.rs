@@ -240,20 +240,11 @@ impl Writer<'_> {
     /// A pipelined loop's compute part when it is one wgmma dot followed by copies: the dot's
     /// statement index and the copies'.
     pub(super) fn wgmma_loop_dot(&self, body: &[Stmt], plan: &Plan) -> Option<(usize, Vec<usize>)> {
-        let (i, rest) = plan.compute.split_first()?;
-        let copies = rest.iter().all(|&r| {
-            matches!(
-                body[r].kind,
-                StmtKind::Assign {
-                    op: Op::Copy(_),
-                    ..
-                }
-            )
-        });
+        let (i, rest) = plan.one_then_copies(body)?;
         let StmtKind::Assign {
             dst,
             op: Op::Dot { a, b, .. },
-        } = &body[*i].kind
+        } = &body[i].kind
         else {
             return None;
         };
@@ -262,7 +253,7 @@ impl Writer<'_> {
                 .iter()
                 .any(|l| l.dst == *x && matches!(l.swizzle, RingSwizzle::Wgmma { .. }))
         };
-        let ok = copies && wg(a) && wg(b) && self.layout(*dst).mma.is_some_and(|m| m.wgmma);
-        ok.then(|| (*i, rest.to_vec()))
+        let ok = wg(a) && wg(b) && self.layout(*dst).mma.is_some_and(|m| m.wgmma);
+        ok.then(|| (i, rest.to_vec()))
     }
 }
