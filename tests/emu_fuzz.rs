@@ -12,14 +12,18 @@ use support::rng::Rng;
 
 use kwb::emu::Module;
 
-/// The PTX of every shipped CUDA version, compiled once.
+/// The PTX of every shipped CUDA version, and of the tile matmul (tensor cores: `mma.sync`,
+/// `ldmatrix`, `cp.async`, and on sm_90 `wgmma`), compiled once.
 fn corpus() -> Vec<String> {
     let compiler = support::compiler("sm_90");
     let mut out = Vec::new();
-    for ws in ["elementwise-add", "gelu", "softmax"] {
-        let ws = kwb::workspace::load(&support::repo().join(format!("workspaces/{ws}.yaml")))
+    for name in ["elementwise-add", "gelu", "softmax", "matmul"] {
+        let ws = kwb::workspace::load(&support::repo().join(format!("workspaces/{name}.yaml")))
             .expect("shipped workspace");
-        for v in ws.versions.iter().filter(|v| !v.kind.is_tile()) {
+        let wanted = |v: &&kwb::workspace::Version| {
+            !v.kind.is_tile() || (name == "matmul" && v.name == "v4")
+        };
+        for v in ws.versions.iter().filter(wanted) {
             let c = compiler.compile_version(Some(&ws), v);
             assert!(c.ok, "{} must compile", v.name);
             out.push(c.ptx.to_string());
