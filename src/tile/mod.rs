@@ -67,6 +67,9 @@ pub struct Compiled {
     /// Kernel name → bytes of dynamic shared memory its launch must pass (the kernels whose
     /// `cp.async` rings did not fit beside their static shared memory in 48 KiB).
     pub dynamic_shared: Vec<(String, u64)>,
+    /// The code must be compiled for the architecture-specific form of the target (`sm_90a`:
+    /// it uses `wgmma`).
+    pub arch_specific: bool,
 }
 
 /// What the generated code may use of the GPU it is compiled for.
@@ -109,12 +112,14 @@ pub fn compile_for(
             kernels: Vec::new(),
             diagnostics,
             dynamic_shared: Vec::new(),
+            arch_specific: false,
         };
     }
     let written = cuda::write_kernels_for(&kernels, target);
     Compiled {
         cuda: written.cuda,
         dynamic_shared: written.dynamic_shared,
+        arch_specific: written.arch_specific,
         kernels: kernels.into_iter().map(Arc::new).collect(),
         diagnostics,
     }

@@ -32,6 +32,8 @@ pub struct Written {
     /// Kernel name → bytes of dynamic shared memory its launch must pass, for the kernels
     /// whose rings went there (`writer::SMEM_OPTIN_LIMIT`).
     pub dynamic_shared: Vec<(String, u64)>,
+    /// Some kernel needs the architecture-specific target (`sm_90a` for `wgmma`).
+    pub arch_specific: bool,
 }
 
 /// CUDA C++ for `kernels`: one `extern "C" __global__` function each.
@@ -49,6 +51,7 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
     let mut code = String::new();
     let mut dynamic_shared = Vec::new();
     let mut own_helpers = std::collections::BTreeMap::new();
+    let mut arch_specific = false;
     for k in kernels {
         code.push('\n');
         if let Some(err) = malformed(k) {
@@ -62,6 +65,7 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
         if w.dynamic_shared > 0 {
             dynamic_shared.push((k.name.clone(), w.dynamic_shared));
         }
+        arch_specific |= w.arch_specific;
         own_helpers.extend(w.helpers);
         code.push_str(&w.cuda);
     }
@@ -82,6 +86,7 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
     Written {
         cuda: out,
         dynamic_shared,
+        arch_specific,
     }
 }
 

@@ -17,7 +17,7 @@
 //! exactly once, only earlier.
 
 use super::ring::RingSwizzle;
-use super::writer::{Writer, SMEM_OPTIN_LIMIT};
+use super::writer::{ring_slack, Writer, SMEM_OPTIN_LIMIT};
 use crate::tile::ir::{Const, Elem, Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::{HashMap, HashSet};
 
@@ -324,8 +324,7 @@ impl Writer<'_> {
             per_stage += stage_bytes;
         }
         let first = self.ring_bytes.next_multiple_of(align);
-        let slack = if align > 128 { align } else { 0 };
-        let room = SMEM_OPTIN_LIMIT.saturating_sub(first + slack) / per_stage.max(1);
+        let room = SMEM_OPTIN_LIMIT.saturating_sub(first + ring_slack(align)) / per_stage.max(1);
         let stages = requested.min(self.stage_cap).min(room);
         if stages < 2 {
             return None;

@@ -160,6 +160,7 @@ impl Writer<'_> {
             s = regs + 2,
         );
         self.helpers.entry(name.clone()).or_insert(text);
+        self.arch_specific = true;
         name
     }
 

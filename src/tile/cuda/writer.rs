@@ -20,6 +20,17 @@ pub const SMEM_LIMIT: u64 = 48 * 1024;
 /// the rings in dynamic shared memory may grow to, beside the kernel's static shared memory.
 pub const SMEM_OPTIN_LIMIT: u64 = 232_448;
 
+/// Bytes the rings are given beyond their size so that they can start on an `align`-byte
+/// boundary of the shared window (the run-time alignment `wgmma`'s operands need; the
+/// declaration's 128 covers the rest).
+pub fn ring_slack(align: u64) -> u64 {
+    if align > 128 {
+        align
+    } else {
+        0
+    }
+}
+
 /// One kernel's CUDA C++ and the dynamic shared memory its launch needs.
 pub struct WrittenKernel {
     pub cuda: String,
@@ -27,6 +38,8 @@ pub struct WrittenKernel {
     pub dynamic_shared: u64,
     /// Device helpers written for this kernel alone (name, text): `wgmma` calls of its shapes.
     pub helpers: BTreeMap<String, String>,
+    /// It uses an instruction of the architecture-specific target alone (`wgmma`: sm_90a).
+    pub arch_specific: bool,
 }
 
 pub struct Writer<'k> {
@@ -72,6 +85,8 @@ pub struct Writer<'k> {
     pub helpers: BTreeMap<String, String>,
     /// A wgmma dot being written leaves its wait to the loop (`wgmma.rs`).
     pub wgmma_defer: bool,
+    /// The kernel uses an instruction of the architecture-specific target alone (`wgmma`).
+    pub arch_specific: bool,
 }
 
 impl<'k> Writer<'k> {
@@ -116,6 +131,7 @@ impl<'k> Writer<'k> {
             ring_align: 128,
             helpers: BTreeMap::new(),
             wgmma_defer: false,
+            arch_specific: false,
         }
     }
 
@@ -206,11 +222,7 @@ impl<'k> Writer<'k> {
         let fixed = self.scratch_bytes + self.site_bytes + self.dot_bytes;
         // wgmma's operands must sit on 1024-byte boundaries of the shared window: the rings
         // get 1024 bytes more and start at the first such boundary inside.
-        let slack = if self.ring_align > 128 {
-            self.ring_align
-        } else {
-            0
-        };
+        let slack = ring_slack(self.ring_align);
         let dynamic = self.ring_bytes > 0 && fixed + self.ring_bytes + slack > SMEM_LIMIT;
         if fixed > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
             // The dots' second copies took too much: write it again with one copy each.
@@ -355,6 +367,7 @@ impl<'k> Writer<'k> {
         WrittenKernel {
             cuda: head,
             dynamic_shared: if dynamic { self.ring_bytes + slack } else { 0 },
+            arch_specific: self.arch_specific,
             helpers: self.helpers,
         }
     }
