@@ -266,12 +266,21 @@ pub(crate) fn matmul(a: (&[usize], &[f64]), b: (&[usize], &[f64])) -> Result<Ten
     if n == 0 || k == 0 {
         return Ok(Tensor { shape, data: out });
     }
-    // i-p-j order: the inner loop runs along rows of `b` and of the output.
-    for (i, row) in out.chunks_exact_mut(n).enumerate() {
-        for (p, brow) in db.chunks_exact(n).enumerate() {
-            let x = da[i * k + p];
-            row.iter_mut().zip(brow).for_each(|(o, &y)| *o += x * y);
-        }
-    }
+    // i-p-j order: the inner loop runs along rows of `b` and of the output. Blocks of output
+    // rows run in parallel, and each block reads `b` once for all its rows (a 4096^3 reference
+    // reads `b` 128 times instead of 4096). Every element still sums over p in order, so the
+    // result is the same bit for bit whatever the threads.
+    use rayon::prelude::*;
+    const ROWS: usize = 32;
+    out.par_chunks_mut(ROWS * n)
+        .enumerate()
+        .for_each(|(blk, rows)| {
+            for (p, brow) in db.chunks_exact(n).enumerate() {
+                for (r, row) in rows.chunks_exact_mut(n).enumerate() {
+                    let x = da[(blk * ROWS + r) * k + p];
+                    row.iter_mut().zip(brow).for_each(|(o, &y)| *o += x * y);
+                }
+            }
+        });
     Ok(Tensor { shape, data: out })
 }
