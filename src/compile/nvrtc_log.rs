@@ -12,7 +12,8 @@
 
 use crate::diag::{Diagnostic, Severity};
 
-/// Parses an NVRTC program log. `ptxas info` lines are left to `ptxas_log`.
+/// Parses an NVRTC program log. `ptxas info` lines are left to `ptxas_log`, but for ptxas'
+/// numbered advice (`(C7514) Potential Performance Loss: ...`), which becomes a warning.
 pub fn parse_nvrtc_log(log: &str) -> Vec<Diagnostic> {
     let lines: Vec<&str> = log.lines().map(|l| l.trim_end_matches('\r')).collect();
     let mut out = Vec::new();
@@ -134,7 +135,14 @@ fn parse_tool_line(line: &str) -> Option<Diagnostic> {
         _ => ("", rest),
     };
     let (label, message) = rest.split_once(':')?;
-    let severity = severity_of(label)?;
+    // ptxas' advice comes as an `info` line with a code: "(C7514) Potential Performance Loss:
+    // wgmma.mma_async instructions are serialized ...". It costs speed, so it is a warning.
+    let advice = label.trim() == "info" && is_ptxas_code(message.trim());
+    let severity = if advice {
+        Severity::Warning
+    } else {
+        severity_of(label)?
+    };
     let mut text = format!("{tool}: {}", message.trim());
     if let Some(n) = location
         .split("line ")
@@ -146,6 +154,14 @@ fn parse_tool_line(line: &str) -> Option<Diagnostic> {
     let mut diag = Diagnostic::error(text);
     diag.severity = severity;
     Some(diag)
+}
+
+/// `(C7514) ...`: ptxas' numbered messages.
+fn is_ptxas_code(message: &str) -> bool {
+    message
+        .strip_prefix("(C")
+        .and_then(|m| m.split_once(')'))
+        .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// 1-based character column of the caret, relative to the echoed source line.
@@ -186,6 +202,20 @@ fn column(source: &str, caret: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ptxas_advice_is_a_warning_and_plain_info_is_dropped() {
+        let log = "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions reading accumulator registers of  a wgmma between start and end of the pipeline stage in the function 'matmul_kernel'\n\
+                   ptxas info    : 0 bytes gmem\n\
+                   ptxas info    : Compiling entry function 'matmul_kernel' for 'sm_90a'\n\
+                   ptxas info    : (C) not a code\n";
+        let ds = parse_nvrtc_log(log);
+        assert_eq!(ds.len(), 1, "{ds:?}");
+        assert_eq!(ds[0].severity, Severity::Warning);
+        assert!(ds[0]
+            .message
+            .starts_with("ptxas: (C7514) Potential Performance Loss: wgmma.mma_async"));
+    }
 
     fn fixture(name: &str) -> Vec<Diagnostic> {
         let text = match name {
