@@ -170,3 +170,30 @@ fn the_cache_returns_the_same_result_without_nvrtc() {
     v.options.push("--use_fast_math".into());
     assert!(!c.compile_version(Some(&ws), &v).cached);
 }
+
+#[test]
+fn the_tile_matmul_keeps_its_wgmma_pipeline_and_its_registers_on_hopper() {
+    // ptxas serialises every wgmma (its advice C7514) when anything reads an accumulator while
+    // a wgmma may still write it, and a 64-bit pointer per epilogue register spills: both cost
+    // most of what wgmma buys. Every configuration kwb ships must be free of both.
+    let c = support::compiler("sm_90");
+    let path = support::repo().join("workspaces/matmul.yaml");
+    let mut ws = kwb::workspace::load(&path).unwrap();
+    ws.sizes.retain(|s| s.name == "4096x4096x4096");
+    ws.versions.retain(|v| ["v4", "v5"].contains(&v.family()));
+    assert_eq!(ws.versions.len(), 17, "v4 and v5's 16 configurations");
+    let compiled = c.compile_workspace(&ws);
+    for (v, out) in ws.versions.iter().zip(&compiled) {
+        assert!(out.ok, "{}: {:#?}", v.name, out.diagnostics);
+        assert!(out.ptx.contains("wgmma.mma_async"), "{}: no wgmma", v.name);
+        let advice: Vec<_> = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.contains("(C7514)"))
+            .collect();
+        assert!(advice.is_empty(), "{}: {advice:#?}", v.name);
+        for k in &out.kernels {
+            assert_eq!(k.spill_store_bytes, 0, "{}: {} spills", v.name, k.name);
+        }
+    }
+}

@@ -614,15 +614,17 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int g = ((((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2)) * 32 + (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t93[e] = (int)(t14 + (((g % 32))));
+        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t93[e] = (int)(t14 + ((kwb_c)));
     }
 #line 32 "tests/tile/dot_cases.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int g = ((((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2)) * 32 + (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t94[e] = (c_ptr_2 + (int)((int)(t8 + (((g / 32)))) * N_4));
+        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t94[e] = (c_ptr_2 + (int)((int)(t8 + ((kwb_r))) * N_4));
     }
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
@@ -649,20 +651,26 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int g = ((((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2)) * 32 + (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t102[e] = ((int)(t8 + (((g / 32)))) < M_3);
+        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t102[e] = ((int)(t8 + ((kwb_r))) < M_3);
     }
 #line 33 "tests/tile/dot_cases.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int g = ((((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2)) * 32 + (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t103[e] = ((int)(t14 + (((g % 32)))) < N_4);
+        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t103[e] = ((int)(t14 + ((kwb_c))) < N_4);
     }
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 8; ++e) t104[e] = (bool)(t102[e] & t103[e]);
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) kwb_st32(c_ptrs_95[e], __float_as_uint(acc_48[e]), t104[e]);
+    for (int e = 0; e < 8; ++e) {
+        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        kwb_st32(((c_ptr_2 + (int)((int)(t8 + ((kwb_r))) * N_4)) + (int)(t14 + ((kwb_c)))), __float_as_uint(acc_48[e]), (bool)(((int)(t8 + ((kwb_r))) < M_3) & ((int)(t14 + ((kwb_c))) < N_4)));
+    }
 }

@@ -5,6 +5,7 @@
 //! is a C access under an `if`, which NVCC predicates.
 
 use super::names::{c_scalar, elem_scalar, literal};
+use super::relayout::Idx;
 use super::writer::Writer;
 use crate::tile::ir::{AtomicOp, Const, Scalar, VarId};
 
@@ -261,9 +262,24 @@ impl Writer<'_> {
         let l = self.layout(ptr);
         let w = self.vector_width(ptr, mask);
         let bytes = w * u64::from(s.size());
+        // A store from the accumulator's layout (a matmul's epilogue) computes each register's
+        // pointer, mask and value where it stores them (`Writer::inline_remat`, `inline_cast`).
+        let fused = l.mma.is_some();
+        let at = |w: &Self, v: VarId| {
+            fused
+                .then(|| w.inline_remat(v))
+                .flatten()
+                .unwrap_or_else(|| w.at(v, "e"))
+        };
+        let value_at = |w: &Self, e: &str| {
+            fused
+                .then(|| w.inline_cast(value, e))
+                .flatten()
+                .unwrap_or_else(|| w.at(value, e))
+        };
         let mut conds: Vec<String> = Vec::new();
         if let Some(m) = mask {
-            conds.push(self.at(m, "e"));
+            conds.push(at(self, m));
         }
         if let Some(o) = l.owner_expr() {
             conds.push(o);
@@ -275,45 +291,54 @@ impl Writer<'_> {
                 format!("e + {j}")
             }
         };
-        if w == 1 || !matches!(bytes, 4 | 8 | 16) {
-            let (p, v) = (self.at(ptr, "e"), self.at(value, "e"));
+        let (access, step) = if w == 1 || !matches!(bytes, 4 | 8 | 16) {
+            let (p, v) = (at(self, ptr), value_at(self, "e"));
             let access = if conds.is_empty() {
                 format!("*{p} = {v};")
             } else {
                 self.masked_scalar_store(s, &p, &v, &conds.join(" && "))
             };
-            self.line("#pragma unroll");
-            self.line(&format!("for (int e = 0; e < {}; ++e) {access}", l.ept));
-            return;
-        }
-        let (ty, fun, n) = match bytes {
-            16 => ("uint4", "kwb_st128", 4),
-            8 => ("uint2", "kwb_st64", 2),
-            _ => ("unsigned", "kwb_st32", 1),
-        };
-        let words: Vec<String> = (0..n)
-            .map(|k| self.pack(s, k, &|j| self.at(value, &lane(j))))
-            .collect();
-        let v = if n == 1 {
-            words[0].clone()
+            (access, "++e".to_string())
         } else {
-            format!("make_{ty}({})", words.join(", "))
+            let (ty, fun, n) = match bytes {
+                16 => ("uint4", "kwb_st128", 4),
+                8 => ("uint2", "kwb_st64", 2),
+                _ => ("unsigned", "kwb_st32", 1),
+            };
+            let words: Vec<String> = (0..n)
+                .map(|k| self.pack(s, k, &|j| value_at(self, &lane(j))))
+                .collect();
+            let v = if n == 1 {
+                words[0].clone()
+            } else {
+                format!("make_{ty}({})", words.join(", "))
+            };
+            let m = if conds.is_empty() {
+                "true".to_string()
+            } else {
+                conds.join(" && ")
+            };
+            self.line(&format!(
+                "// {w} x {} per access ({bytes}-byte vectors)",
+                s.triton_name()
+            ));
+            (
+                format!("{fun}({}, {v}, {m});", at(self, ptr)),
+                format!("e += {w}"),
+            )
         };
-        let m = if conds.is_empty() {
-            "true".to_string()
-        } else {
-            conds.join(" && ")
-        };
-        self.line(&format!(
-            "// {w} x {} per access ({bytes}-byte vectors)",
-            s.triton_name()
-        ));
         self.line("#pragma unroll");
-        self.line(&format!(
-            "for (int e = 0; e < {}; e += {w}) {fun}({}, {v}, {m});",
-            l.ept,
-            self.at(ptr, "e")
-        ));
+        let head = format!("for (int e = 0; e < {}; {step})", l.ept);
+        if fused {
+            self.open(&format!("{head} {{"));
+            for d in Idx::define(&l, "e") {
+                self.line(&d);
+            }
+            self.line(&access);
+            self.close("}");
+        } else {
+            self.line(&format!("{head} {access}"));
+        }
     }
 
     pub fn atomic(

@@ -8,6 +8,50 @@ use super::layout::Layout;
 use super::writer::Writer;
 use crate::tile::ir::{Elem, Op, VarId};
 
+/// One element of a tile, as C expressions: its flat (row-major) index, or, for a 2-D tile
+/// whose layout knows them, its row and column.
+#[derive(Debug, Clone)]
+pub enum Idx {
+    Flat(String),
+    Coords { row: String, col: String, cols: u64 },
+}
+
+impl Idx {
+    /// Register `e` of layout `l` in thread `kwb_tid`, by name: `g`, or `kwb_r` and `kwb_c`
+    /// for a layout that knows rows and columns. [`Idx::define`] writes the names.
+    pub fn named(l: &Layout) -> Idx {
+        match &l.mma {
+            Some(m) => Idx::Coords {
+                row: "kwb_r".into(),
+                col: "kwb_c".into(),
+                cols: m.n,
+            },
+            None => Idx::Flat("g".into()),
+        }
+    }
+
+    /// The C declarations of [`Idx::named`]'s names for register `e` (a C expression).
+    pub fn define(l: &Layout, e: &str) -> Vec<String> {
+        match &l.mma {
+            Some(m) => {
+                let (row, col) = m.coord_expr(e);
+                vec![
+                    format!("const int kwb_r = {row};"),
+                    format!("const int kwb_c = {col};"),
+                ]
+            }
+            None => vec![format!("const int g = {};", l.flat_expr(e))],
+        }
+    }
+
+    pub fn flat(&self) -> String {
+        match self {
+            Idx::Flat(g) => g.clone(),
+            Idx::Coords { row, col, cols } => format!("({row} * {cols} + {col})"),
+        }
+    }
+}
+
 /// Source index of destination flat index `g`, as `sum(((g / stride) % size) * weight)`.
 pub struct IndexMap {
     terms: Vec<(u64, u64, u64)>,
@@ -52,6 +96,35 @@ impl IndexMap {
             .iter()
             .map(|&(stride, size, w)| ((g / stride) % size.max(1)) * w)
             .sum()
+    }
+
+    /// The source index of destination element `idx`: as [`IndexMap::expr`], but a 2-D
+    /// destination element given by its row and column maps them straight to the source, with
+    /// no division of a flat index (which the compiler cannot simplify).
+    pub fn expr_idx(&self, idx: &Idx) -> String {
+        let Idx::Coords { row, col, cols } = idx else {
+            return self.expr(&idx.flat());
+        };
+        let [(rs, _, rw), (1, cs, cw)] = self.terms[..] else {
+            return self.expr(&idx.flat());
+        };
+        if rs != *cols || cs != *cols {
+            return self.expr(&idx.flat());
+        }
+        let term = |x: &str, w: u64| match w {
+            0 => None,
+            1 => Some(x.to_string()),
+            _ => Some(format!("{x} * {w}")),
+        };
+        let parts: Vec<String> = [term(row, rw), term(col, cw)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if parts.is_empty() {
+            "0".into()
+        } else {
+            parts.join(" + ")
+        }
     }
 
     pub fn expr(&self, g: &str) -> String {
@@ -135,11 +208,14 @@ impl Writer<'_> {
         }
         let (ld, ls) = (self.layout(dst), self.layout(src));
         let map = IndexMap::new(&self.k.ty(dst).shape, &self.k.ty(src).shape, op);
-        if let Some(x) = self.remat(src, &format!("({})", map.expr("g"))) {
+        let at = Idx::Flat(format!("({})", map.expr_idx(&Idx::named(&ld))));
+        if let Some(x) = self.remat(src, &at) {
             self.line(super::remat::MARK);
             self.line("#pragma unroll");
             self.open(&format!("for (int e = 0; e < {}; ++e) {{", ld.ept));
-            self.line(&format!("const int g = {};", ld.flat_expr("e")));
+            for d in Idx::define(&ld, "e") {
+                self.line(&d);
+            }
             self.line(&format!("{} = {x};", self.at(dst, "e")));
             self.close("}");
             return;
@@ -153,7 +229,8 @@ impl Writer<'_> {
             return false;
         }
         let map = IndexMap::new(&self.k.ty(dst).shape, &self.k.ty(src).shape, op);
-        self.remat(src, &format!("({})", map.expr("g"))).is_none()
+        self.remat(src, &Idx::Flat(format!("({})", map.expr("g"))))
+            .is_none()
     }
 
     fn through_scratch(&mut self, dst: VarId, src: VarId, ld: Layout, ls: Layout, idx: &str) {

@@ -8,6 +8,8 @@
 //!              issue iteration k+S-1 into the buffer iteration k-1 read, commit,
 //!              compute iteration k from buffer k % S
 //! ```
+//! (A loop whose dot goes to wgmma keeps one stage's wgmmas running across iterations and
+//! refills a buffer only once every warpgroup's wgmmas are done with it: `wgmma.rs`.)
 //! The barrier both publishes buffer `k` to every warp and tells a warp that every other warp
 //! has finished reading buffer `k - 1`, which it is about to overwrite. An iteration's address
 //! slice (pointers, masks) runs when its copies are issued, with the loop variable set to that
@@ -146,6 +148,11 @@ impl Writer<'_> {
         self.line(&format!("int {rd} = 0;"));
         self.line(&format!("int {wr} = 0;"));
         self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
+        let prefetch = self.prefetchable(body, plan);
+        let wgmma = prefetch
+            .is_none()
+            .then(|| self.wgmma_loop_dot(body, plan))
+            .flatten();
         // Prologue: iterations 0 .. S-2.
         self.line("#pragma unroll");
         self.open(&format!(
@@ -160,7 +167,6 @@ impl Writer<'_> {
         for l in &plan.loads {
             self.ringed.push(l.dst);
         }
-        let prefetch = self.prefetchable(body, plan);
         if let Some(d) = &prefetch {
             let start = self.name(start).to_string();
             self.prefetch_setup(d, s, &rd, &start);
@@ -169,8 +175,10 @@ impl Writer<'_> {
             "for ({v} = {}; {v} < kwb_end; {v} = ({t})({v} + kwb_step)) {{",
             self.name(start)
         ));
+        self.loop_depth += 1;
         let next = format!("({t})({v} + {} * kwb_step)", s - 1);
         let advance = format!("{wr} = {wr} == {} ? 0 : {wr} + 1;", s - 1);
+        let mut in_flight = None;
         if let Some(d) = prefetch {
             let mut issue = |w: &mut Self| {
                 w.issue(&v, t, &next, body, plan, &wr);
@@ -182,8 +190,9 @@ impl Writer<'_> {
             for &i in &d.rest {
                 self.stmt(&body[i]);
             }
-        } else if let Some((dot, rest)) = self.wgmma_loop_dot(body, plan) {
-            // wgmma: the stage's dot runs while the next stage's copies are issued.
+        } else if let Some((dot, rest)) = wgmma {
+            // wgmma: a stage's wgmmas run on while the loop waits for the previous stage's,
+            // refills that stage's buffers and moves on to the next stage (`wgmma.rs`).
             self.line(&format!("kwb_cp_wait<{}>();", s - 2));
             self.line("kwb_fence_proxy_async();");
             self.line("__syncthreads();");
@@ -192,13 +201,16 @@ impl Writer<'_> {
             self.stmt(&body[dot]);
             self.wgmma_defer = false;
             self.clear_ring_reads(plan);
+            if let StmtKind::Assign { dst, .. } = &body[dot].kind {
+                self.line("kwb_wgmma_wait<1>();  // the previous stage's wgmmas are done");
+                if self.layout(*dst).mma.is_some_and(|m| m.warps_m > 4) {
+                    self.line("__syncthreads();  // in every warpgroup: their buffers are free");
+                }
+                in_flight = Some(self.carried_accumulators(*dst, body, &rest));
+            }
             self.issue(&v, t, &next, body, plan, &wr);
             self.line("kwb_cp_commit();");
             self.line(&advance);
-            if let StmtKind::Assign { dst, .. } = &body[dot].kind {
-                let (d, ept) = (self.name(*dst).to_string(), self.layout(*dst).ept);
-                self.wgmma_wait(&d, ept);
-            }
             for &i in &rest {
                 self.stmt(&body[i]);
             }
@@ -219,9 +231,17 @@ impl Writer<'_> {
             self.clear_ring_reads(plan);
             self.line(&format!("{rd} = {rd} == {} ? 0 : {rd} + 1;", s - 1));
         }
+        self.loop_depth -= 1;
         self.loop_end(body);
         self.close("}");
         self.line("kwb_cp_wait<0>();");
+        if let Some(accs) = in_flight {
+            // The last stage's wgmmas, before anything reads the accumulators.
+            self.line("kwb_wgmma_wait<0>();");
+            for (d, ept) in accs {
+                self.wgmma_keep(&d, ept);
+            }
+        }
         self.close("}");
     }
 

@@ -87,6 +87,11 @@ pub struct Writer<'k> {
     pub wgmma_defer: bool,
     /// The kernel uses an instruction of the architecture-specific target alone (`wgmma`).
     pub arch_specific: bool,
+    /// Loops around the statement being written.
+    pub loop_depth: u32,
+    /// Assignments written so far, and for each variable the number of its last one.
+    pub assign_seq: u64,
+    pub assigned_at: HashMap<VarId, u64>,
 }
 
 impl<'k> Writer<'k> {
@@ -132,6 +137,9 @@ impl<'k> Writer<'k> {
             helpers: BTreeMap::new(),
             wgmma_defer: false,
             arch_specific: false,
+            loop_depth: 0,
+            assign_seq: 0,
+            assigned_at: HashMap::new(),
         }
     }
 
@@ -383,7 +391,11 @@ impl<'k> Writer<'k> {
         let directive = format!("#line {line} \"{}\"\n", self.file);
         self.out.push_str(&directive);
         match &s.kind {
-            StmtKind::Assign { dst, op } => self.assign(*dst, op, line),
+            StmtKind::Assign { dst, op } => {
+                self.assign(*dst, op, line);
+                self.assign_seq += 1;
+                self.assigned_at.insert(*dst, self.assign_seq);
+            }
             StmtKind::Store { ptr, value, mask } => self.store(*ptr, *value, *mask, line),
             StmtKind::If {
                 cond,
@@ -418,9 +430,11 @@ impl<'k> Writer<'k> {
                 body,
             } => {
                 self.open("while (true) {");
+                self.loop_depth += 1;
                 self.block(cond_body);
                 self.line(&format!("if (!{}) break;", self.name(*cond)));
                 self.block(body);
+                self.loop_depth -= 1;
                 self.loop_end(body);
                 self.close("}");
             }
@@ -446,7 +460,9 @@ impl<'k> Writer<'k> {
             "for ({v} = {}; {test}; {v} = ({t})({v} + kwb_step)) {{",
             self.name(start)
         ));
+        self.loop_depth += 1;
         self.block(body);
+        self.loop_depth -= 1;
         self.loop_end(body);
         self.close("}");
         self.close("}");
