@@ -78,9 +78,9 @@ def cold_median_us(launch, samples=200, warmup_ms=25.0):
     return statistics.median(times)
 
 
-def profiled_median_us(launch, name, samples=100):
-    """The median GPU duration of the kernels called `name` that `launch` runs, as
-    torch.profiler (CUPTI) records them, with L2 flushed before each launch."""
+def profiled_kernels(launch, samples=100):
+    """The GPU kernels of `samples` launches, each after an L2 flush (whose reduction kernels
+    are among them), as torch.profiler (CUPTI) records them, in time order."""
     from torch.profiler import ProfilerActivity, profile
     flush = torch.ones(2 * l2_bytes() // 4 + 1, dtype=torch.float32, device="cuda")
     launch()
@@ -90,9 +90,33 @@ def profiled_median_us(launch, name, samples=100):
             flush.sum()
             launch()
         torch.cuda.synchronize()
-    durations = [e.time_range.elapsed_us() for e in prof.events()
-                 if name in e.name and e.device_type == torch.autograd.DeviceType.CUDA]
+    return sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+                   and "Memcpy" not in e.name and "Memset" not in e.name),
+                  key=lambda e: e.time_range.start)
+
+
+def profiled_median_us(launch, name, samples=100):
+    """The median GPU duration of the kernels called `name` that `launch` runs, as
+    torch.profiler (CUPTI) records them, with L2 flushed before each launch."""
+    durations = [e.time_range.elapsed_us() for e in profiled_kernels(launch, samples) if name in e.name]
     return statistics.median(durations) if durations else float("nan")
+
+
+def kernels_median_us(launch, samples=100):
+    """The median, over launches, of the summed GPU durations of every kernel one `launch`
+    runs (the L2 flush before each launch left out): the clock kwb's CUPTI figures read, for a
+    call that may run several kernels (cuBLAS)."""
+    sums, current = [], None
+    for e in profiled_kernels(launch, samples):
+        if "reduce_kernel" in e.name:  # the flush: a new launch follows
+            if current is not None:
+                sums.append(current)
+            current = 0.0
+        elif current is not None:
+            current += e.time_range.elapsed_us()
+    if current:
+        sums.append(current)
+    return statistics.median(sums) if sums else float("nan")
 
 
 def triton_softmax(mod_path, entry, m, n, warps, args_of):
