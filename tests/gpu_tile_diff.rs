@@ -54,6 +54,14 @@ fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
         ("softmax.yaml", "v5", ["4096x1024", "odd"]),
         ("softmax.yaml", "v6", ["4096x1024", "odd"]),
         ("softmax.yaml", "triton", ["4096x1024", "odd"]),
+        // tl.dot: on sm_90 the wgmma pipeline, with one warpgroup (v4) and two (the v5
+        // configuration whose warpgroups share a barrier before each refill).
+        ("matmul.yaml", "v4", ["odd", "odd8"]),
+        (
+            "matmul.yaml",
+            "v5[BM=128,BN=256,BK=64,STAGES=3]",
+            ["odd", "odd8"],
+        ),
     ];
     let mut failures = Vec::new();
     let mut n = 0;
