@@ -1,13 +1,14 @@
 //! A deterministic mutation fuzzer for the tile language's front end: the shipped tile
 //! kernels and the error fixtures, mutated (bytes, tokens, splices, deleted and duplicated
-//! lines, re-indented lines, odd numbers), fed to `kwb::tile::compile` with a few request
-//! shapes and to `kwb::tile::signatures`. Nothing may panic, whatever the input.
+//! lines, re-indented lines, odd numbers), fed to `kwb::tile::compile_for` with a few request
+//! shapes (half of them for sm_90, where the matmul loop's dot goes to wgmma) and to
+//! `kwb::tile::signatures`. Nothing may panic, whatever the input.
 //!
 //! `cargo test --test tile_fuzz` runs 3,000 inputs; `KWB_FUZZ_ITERS=1000000 cargo test --test
 //! tile_fuzz -- --ignored` runs the long campaign. A panicking input is written to
 //! `target/tile-fuzz-panic-N.tile` so it can be replayed.
 
-use kwb::tile::{compile, signatures, ArgKind, ConstValue, DType, KernelRequest};
+use kwb::tile::{compile_for, signatures, ArgKind, ConstValue, DType, KernelRequest, Target};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
@@ -325,10 +326,12 @@ fn run(iters: u64) {
             "fuzz.tile"
         };
         let path = Path::new(path);
+        // Half the inputs for sm_90, where the matmul loop's dot goes to wgmma.
+        let target = Target::sm(if i % 2 == 0 { 90 } else { 0 });
         let r = catch_unwind(AssertUnwindSafe(|| {
             let reqs = requests(&mut rng, path, &src);
             let _ = signatures(path, &src);
-            let _ = compile(path, &src, &reqs);
+            let _ = compile_for(path, &src, &reqs, target);
         }));
         if r.is_err() {
             panics += 1;
