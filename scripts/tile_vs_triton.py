@@ -108,7 +108,9 @@ def kernels_median_us(launch, samples=100):
     call that may run several kernels (cuBLAS)."""
     sums, current = [], None
     for e in profiled_kernels(launch, samples):
-        if "reduce_kernel" in e.name:  # the flush: a new launch follows
+        # The flush (torch's own sum; cuBLAS' split-K kernels are named "splitKreduce_kernel"):
+        # a new launch follows.
+        if "at::native::reduce_kernel" in e.name:
             if current is not None:
                 sums.append(current)
             current = 0.0

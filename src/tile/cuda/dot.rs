@@ -144,7 +144,7 @@ impl Writer<'_> {
                 m / (mma.warps_m / 4)
             ));
             self.open("{");
-            let defer = self.wgmma_defer;
+            let defer = ra.loop_waits;
             self.wgmma_dot(dst, a, acc, &mma, (ra, rb), (m, k, n), defer);
             self.close("}");
             return;

@@ -112,6 +112,8 @@ pub struct RingRead {
     /// Chunks (16 bytes) per row.
     pub cpr: u64,
     pub swizzle: RingSwizzle,
+    /// A wgmma dot reading it leaves its wait to the loop (the loop's own wgmma schedule).
+    pub loop_waits: bool,
 }
 
 impl Writer<'_> {
@@ -196,10 +198,8 @@ impl Writer<'_> {
             self.line(&format!("kwb_cp_wait<{}>();", s - 2));
             self.line("kwb_fence_proxy_async();");
             self.line("__syncthreads();");
-            self.set_ring_reads(plan, &rd);
-            self.wgmma_defer = true;
+            self.set_ring_reads(plan, &rd, true);
             self.stmt(&body[dot]);
-            self.wgmma_defer = false;
             self.clear_ring_reads(plan);
             if let StmtKind::Assign { dst, .. } = &body[dot].kind {
                 self.line("kwb_wgmma_wait<1>();  // the previous stage's wgmmas are done");
@@ -224,7 +224,7 @@ impl Writer<'_> {
             self.issue(&v, t, &next, body, plan, &wr);
             self.line("kwb_cp_commit();");
             self.line(&advance);
-            self.set_ring_reads(plan, &rd);
+            self.set_ring_reads(plan, &rd, false);
             for &i in &plan.compute {
                 self.stmt(&body[i]);
             }
@@ -245,8 +245,9 @@ impl Writer<'_> {
         self.close("}");
     }
 
-    /// While the compute part is written: its dots read their operands from buffer `rd`.
-    fn set_ring_reads(&mut self, plan: &Plan, rd: &str) {
+    /// While the compute part is written: its dots read their operands from buffer `rd`, and
+    /// a wgmma dot leaves its wait to the loop when `loop_waits`.
+    fn set_ring_reads(&mut self, plan: &Plan, rd: &str, loop_waits: bool) {
         for l in &plan.loads {
             let read = RingRead {
                 base: format!(
@@ -255,6 +256,7 @@ impl Writer<'_> {
                 ),
                 cpr: l.cols / 8,
                 swizzle: l.swizzle,
+                loop_waits,
             };
             self.ring_reads.insert(l.dst, read);
         }

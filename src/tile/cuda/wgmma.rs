@@ -173,8 +173,8 @@ impl Writer<'_> {
     }
 
     /// `dst = a @ b (+ acc)` by wgmma from two ring buffers. Issues the wgmmas and commits
-    /// them; waits for them too unless `defer_wait` (the loop then waits after issuing the next
-    /// stage's copies: [`Writer::wgmma_wait`]).
+    /// them; waits for them too unless `defer_wait` (the loop's own schedule then waits, in
+    /// `ring.rs`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn wgmma_dot(
         &mut self,

@@ -83,8 +83,6 @@ pub struct Writer<'k> {
     pub ring_align: u64,
     /// Device helpers written for this kernel alone (`wgmma.rs`).
     pub helpers: BTreeMap<String, String>,
-    /// A wgmma dot being written leaves its wait to the loop (`wgmma.rs`).
-    pub wgmma_defer: bool,
     /// The kernel uses an instruction of the architecture-specific target alone (`wgmma`).
     pub arch_specific: bool,
     /// Loops around the statement being written.
@@ -135,7 +133,6 @@ impl<'k> Writer<'k> {
             defs,
             ring_align: 128,
             helpers: BTreeMap::new(),
-            wgmma_defer: false,
             arch_specific: false,
             loop_depth: 0,
             assign_seq: 0,
