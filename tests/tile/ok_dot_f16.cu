@@ -272,6 +272,8 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
         const int kwb_step = t46;
         int kwb_rd0 = 0;
         int kwb_wr0 = 0;
+        long long kwb_po_a_ptrs_47 = 0;  // `a_ptrs_47` advances by this many elements (stride.rs)
+        long long kwb_po_b_ptrs_49 = 0;  // `b_ptrs_49` advances by this many elements (stride.rs)
         __syncthreads();  // an earlier run of this loop may still read the rings
         #pragma unroll
         for (int kwb_s = 0; kwb_s < 2; ++kwb_s) {
@@ -329,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                         for (int e = 0; e < 4; ++e) {
                             const int kwb_f = (kwb_tid) * 4 + e % 4;
                             unsigned short r = 0;
-                            kwb_ld16s(r, a_ptrs_47[e], t62[e]);
+                            kwb_ld16s(r, (a_ptrs_47[e] + kwb_po_a_ptrs_47), t62[e]);
                             *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<2>(kwb_f / 16, (kwb_f % 16) / 8) + (kwb_f % 8) * 2) = r;
                         }
                     }
@@ -383,7 +385,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                         for (int e = 0; e < 4; ++e) {
                             const int kwb_f = (kwb_tid) * 4 + e % 4;
                             unsigned short r = 0;
-                            kwb_ld16s(r, b_ptrs_49[e], t76[e]);
+                            kwb_ld16s(r, (b_ptrs_49[e] + kwb_po_b_ptrs_49), t76[e]);
                             *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<4>(kwb_f / 32, (kwb_f % 32) / 8) + (kwb_f % 8) * 2) = r;
                         }
                     }
@@ -392,9 +394,6 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 28 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) t81[e] = t80;
-#line 28 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) a_ptrs_82[e] = a_ptrs_47[e] + t81[e];
 #line 29 "tests/tile/dot_cases.tile"
                     t83 = 16;
 #line 29 "tests/tile/dot_cases.tile"
@@ -402,15 +401,8 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 29 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) t85[e] = t84;
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) b_ptrs_86[e] = b_ptrs_49[e] + t85[e];
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_82[e];
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_86[e];
+                    kwb_po_a_ptrs_47 += (long long)t80;
+                    kwb_po_b_ptrs_49 += (long long)t84;
                 }
             }
             kwb_cp_commit();
@@ -473,7 +465,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                         for (int e = 0; e < 4; ++e) {
                             const int kwb_f = (kwb_tid) * 4 + e % 4;
                             unsigned short r = 0;
-                            kwb_ld16s(r, a_ptrs_47[e], t62[e]);
+                            kwb_ld16s(r, (a_ptrs_47[e] + kwb_po_a_ptrs_47), t62[e]);
                             *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<2>(kwb_f / 16, (kwb_f % 16) / 8) + (kwb_f % 8) * 2) = r;
                         }
                     }
@@ -527,7 +519,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                         for (int e = 0; e < 4; ++e) {
                             const int kwb_f = (kwb_tid) * 4 + e % 4;
                             unsigned short r = 0;
-                            kwb_ld16s(r, b_ptrs_49[e], t76[e]);
+                            kwb_ld16s(r, (b_ptrs_49[e] + kwb_po_b_ptrs_49), t76[e]);
                             *reinterpret_cast<unsigned short*>(kwb_buf + kwb_swz<4>(kwb_f / 32, (kwb_f % 32) / 8) + (kwb_f % 8) * 2) = r;
                         }
                     }
@@ -536,9 +528,6 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 28 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) t81[e] = t80;
-#line 28 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) a_ptrs_82[e] = a_ptrs_47[e] + t81[e];
 #line 29 "tests/tile/dot_cases.tile"
                     t83 = 16;
 #line 29 "tests/tile/dot_cases.tile"
@@ -546,15 +535,8 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 29 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) t85[e] = t84;
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) b_ptrs_86[e] = b_ptrs_49[e] + t85[e];
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_82[e];
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_86[e];
+                    kwb_po_a_ptrs_47 += (long long)t80;
+                    kwb_po_b_ptrs_49 += (long long)t84;
                 }
             }
             kwb_cp_commit();
@@ -590,6 +572,10 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
             for (int e = 0; e < 8; ++e) acc_48[e] = acc_79[e];
             kwb_rd0 = kwb_rd0 == 2 ? 0 : kwb_rd0 + 1;
         }
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_47[e] + kwb_po_a_ptrs_47;
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_49[e] + kwb_po_b_ptrs_49;
         kwb_cp_wait<0>();
     }
 #line 32 "tests/tile/dot_cases.tile"

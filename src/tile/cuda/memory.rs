@@ -4,6 +4,7 @@
 //! (inline PTX: a masked-off vector never touches memory and keeps `other`); a scalar access
 //! is a C access under an `if`, which NVCC predicates.
 
+use super::layout::Layout;
 use super::names::{c_scalar, elem_scalar, literal};
 use super::relayout::Idx;
 use super::writer::Writer;
@@ -49,9 +50,13 @@ fn scalar_access(s: Scalar) -> (&'static str, &'static str, &'static str) {
 impl Writer<'_> {
     /// The proven vector width (in elements) of a tile access through `ptr` under `mask`.
     pub fn vector_width(&self, ptr: VarId, mask: Option<VarId>) -> u64 {
+        self.vector_width_in(&self.layout(ptr), ptr, mask)
+    }
+
+    /// [`Writer::vector_width`] were `ptr` and `mask` held in layout `l`.
+    pub fn vector_width_in(&self, l: &Layout, ptr: VarId, mask: Option<VarId>) -> u64 {
         let s = elem_scalar(self.k, ptr);
         let size = u64::from(s.size());
-        let l = self.layout(ptr);
         let (contig, div, _) = self.facts(ptr).last();
         let last_dim = self
             .k
@@ -265,6 +270,9 @@ impl Writer<'_> {
         // A store from the accumulator's layout (a matmul's epilogue) computes each register's
         // pointer, mask and value where it stores them (`Writer::inline_remat`, `inline_cast`).
         let fused = l.mma.is_some();
+        if fused && self.staged_store(ptr, value, mask) {
+            return;
+        }
         let at = |w: &Self, v: VarId| {
             fused
                 .then(|| w.inline_remat(v))

@@ -8,6 +8,7 @@
 
 pub mod axis;
 mod dot;
+mod epilogue;
 pub mod layout;
 mod math;
 mod memory;
@@ -19,6 +20,7 @@ mod reduce;
 mod relayout;
 mod remat;
 mod ring;
+mod stride;
 mod unify;
 mod wgmma;
 mod writer;
@@ -98,6 +100,7 @@ fn helpers_for(code: &str) -> String {
         .chain(dot::HELPERS)
         .chain(ring::HELPERS)
         .chain(wgmma::HELPERS)
+        .chain(epilogue::HELPERS)
         .copied()
         .collect();
     let mut used = vec![false; all.len()];

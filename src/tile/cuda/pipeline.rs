@@ -54,6 +54,8 @@ pub struct Plan {
     pub bytes: u64,
     /// The alignment its buffers need in the shared window.
     pub align: u64,
+    /// The loads' pointer tiles that advance by a scalar (`stride.rs`).
+    pub strided: Vec<super::stride::Strided>,
 }
 
 impl Plan {
@@ -334,6 +336,8 @@ impl Writer<'_> {
             l.offset = off;
             off += stages * l.stage_bytes;
         }
+        let ptrs: Vec<VarId> = loads.iter().map(|l| l.ptr).collect();
+        let strided = self.strided_pointers(body, &ahead, &ptrs);
         Some(Plan {
             stages,
             loads,
@@ -341,6 +345,7 @@ impl Writer<'_> {
             compute,
             bytes: off - self.ring_bytes,
             align,
+            strided,
         })
     }
 }

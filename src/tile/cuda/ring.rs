@@ -104,6 +104,32 @@ impl RingSwizzle {
     }
 }
 
+impl RingSwizzle {
+    /// The byte offset [`RingSwizzle::at`] computes, for flat element `f` (as the device
+    /// helpers `kwb_swz`, `kwb_wgswz` and `kwb_wgrow` compute it).
+    pub fn offset(&self, f: u64, rows: u64, cols: u64) -> u64 {
+        let (row, col) = (f / cols, f % cols);
+        match *self {
+            RingSwizzle::Ldmatrix => {
+                let cpr = cols / 8;
+                let l = row * cpr + col / 8;
+                (l ^ ((l / cpr.max(8)) % 8)) * 16 + (f % 8) * 2
+            }
+            RingSwizzle::Wgmma { width, permute_mt } => {
+                let row = if permute_mt > 0 {
+                    let w = row / (16 * permute_mt);
+                    ((w / 4) * permute_mt + (row / 16) % permute_mt) * 64 + (w % 4) * 16 + row % 16
+                } else {
+                    row
+                };
+                let byte = col * 2;
+                let o = (byte / width) * (rows * width) + row * width + byte % width;
+                o ^ (((o >> 7) & (width / 16 - 1)) << 4)
+            }
+        }
+    }
+}
+
 /// A dot operand read from a ring during the compute phase.
 #[derive(Debug, Clone)]
 pub struct RingRead {
@@ -149,6 +175,7 @@ impl Writer<'_> {
         self.line(&format!("const {t} kwb_step = {};", self.name(step)));
         self.line(&format!("int {rd} = 0;"));
         self.line(&format!("int {wr} = 0;"));
+        self.strided_begin(&plan.strided);
         self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
         let prefetch = self.prefetchable(body, plan);
         let wgmma = prefetch
@@ -234,6 +261,7 @@ impl Writer<'_> {
         self.loop_depth -= 1;
         self.loop_end(body);
         self.close("}");
+        self.strided_end(&plan.strided);
         self.line("kwb_cp_wait<0>();");
         if let Some(accs) = in_flight {
             // The last stage's wgmmas, before anything reads the accumulators.
@@ -284,6 +312,7 @@ impl Writer<'_> {
                     let _ = writeln!(self.out, "#line {line} \"{file}\"");
                     self.copy(&l, slot);
                 }
+                None if self.strided_stmt(&plan.strided, i) => {}
                 None => self.stmt(&body[i]),
             }
         }
@@ -311,6 +340,26 @@ impl Writer<'_> {
         self.line(&format!(
             "unsigned char* kwb_buf = kwb_ring + {offset} + {slot} * {stage};"
         ));
+        let steps = matches!(bytes, 4 | 8 | 16)
+            .then(|| fixed_steps(&l, w, |f| load.swizzle.offset(f, load.rows, load.cols)))
+            .flatten();
+        if let Some(steps) = steps {
+            // Every thread's vectors lie at the same distances from its first one: one
+            // swizzled address per thread, then constant offsets (immediates in the copies).
+            self.line(&format!("const int kwb_f = {};", l.flat_expr("0")));
+            self.line(&format!("const unsigned kwb_a = kwb_smem(kwb_buf + {at});"));
+            for (i, d) in steps.iter().enumerate() {
+                let e = (i as u64 * w).to_string();
+                self.line(&format!(
+                    "{owner}kwb_cp{bytes}(kwb_a + {d}u, {}, {});",
+                    self.at(ptr, &e),
+                    mask.map(|m| self.at(m, &e))
+                        .unwrap_or_else(|| "true".to_string())
+                ));
+            }
+            self.close("}");
+            return;
+        }
         self.line("#pragma unroll");
         if matches!(bytes, 4 | 8 | 16) {
             self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
@@ -337,4 +386,20 @@ impl Writer<'_> {
         self.close("}");
         self.close("}");
     }
+}
+
+/// For a layout `l` copied `w` elements at a time: the byte distance of each vector from the
+/// thread's first, when it is the same in every thread (`offset` maps a flat element to its
+/// byte offset in the buffer).
+fn fixed_steps(l: &super::layout::Layout, w: u64, offset: impl Fn(u64) -> u64) -> Option<Vec<u64>> {
+    let mut steps = Vec::new();
+    for e in (0..l.ept).step_by(w as usize) {
+        let d = |t: u64| offset(l.flat(t, e)).checked_sub(offset(l.flat(t, 0)));
+        let first = d(0)?;
+        if (1..l.threads).any(|t| d(t) != Some(first)) {
+            return None;
+        }
+        steps.push(first);
+    }
+    Some(steps)
 }

@@ -37,6 +37,13 @@ use std::collections::HashMap;
 /// Device helpers for wgmma, by name (the `wgmma.mma_async` calls themselves are written per
 /// shape: [`Writer::wgmma_fn`]).
 pub const HELPERS: &[(&str, &str)] = &[
+    // The warpgroup's index as a value ptxas knows is the same in every lane (a shuffle from
+    // lane 0), so the operand descriptors built from it stay in uniform registers.
+    (
+        "kwb_warpgroup",
+        r#"static __device__ __forceinline__ int kwb_warpgroup() { return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); }
+"#,
+    ),
     (
         "kwb_wgswz",
         r#"template <int ROWS, int W> static __device__ __forceinline__ unsigned kwb_wgswz(int row, int col_byte) {
@@ -197,7 +204,7 @@ impl Writer<'_> {
         let d = self.name(dst).to_string();
         let rows_per_group = m / groups;
         let sa = if groups > 1 {
-            format!("{} + (kwb_tid / 128) * {}", ra.base, rows_per_group * wa)
+            format!("{} + kwb_warpgroup() * {}", ra.base, rows_per_group * wa)
         } else {
             ra.base.clone()
         };

@@ -90,6 +90,9 @@ pub struct Writer<'k> {
     /// Assignments written so far, and for each variable the number of its last one.
     pub assign_seq: u64,
     pub assigned_at: HashMap<VarId, u64>,
+    /// Pointer tiles kept as base and running offset during their loop (`stride.rs`): the
+    /// offset's C name.
+    pub strided_at: HashMap<VarId, String>,
 }
 
 impl<'k> Writer<'k> {
@@ -137,6 +140,7 @@ impl<'k> Writer<'k> {
             loop_depth: 0,
             assign_seq: 0,
             assigned_at: HashMap::new(),
+            strided_at: HashMap::new(),
         }
     }
 
@@ -185,7 +189,9 @@ impl<'k> Writer<'k> {
 
     /// Element `e` of `v` (a scalar is the same in every register).
     pub fn at(&self, v: VarId, e: &str) -> String {
-        if self.is_tile(v) {
+        if let Some(off) = self.strided_at.get(&v) {
+            format!("({}[{e}] + {off})", self.name(v))
+        } else if self.is_tile(v) {
             format!("{}[{e}]", self.name(v))
         } else {
             self.name(v).to_string()
