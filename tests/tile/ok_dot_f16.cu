@@ -109,11 +109,9 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     float acc_79[8];
     int t80;
     int t81[4];
-    __half* a_ptrs_82[4];
     int t83;
     int t84;
     int t85[4];
-    __half* b_ptrs_86[4];
     int t87[1];
     int t88[1];
     int t89[1];
@@ -600,16 +598,16 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
         t93[e] = (int)(t14 + ((kwb_c)));
     }
 #line 32 "tests/tile/dot_cases.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
         t94[e] = (c_ptr_2 + (int)((int)(t8 + ((kwb_r))) * N_4));
     }
 #line 32 "tests/tile/dot_cases.tile"
@@ -637,16 +635,16 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
         t102[e] = ((int)(t8 + ((kwb_r))) < M_3);
     }
 #line 33 "tests/tile/dot_cases.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
         t103[e] = ((int)(t14 + ((kwb_c))) < N_4);
     }
 #line 33 "tests/tile/dot_cases.tile"
@@ -655,8 +653,8 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-        const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
         kwb_st32(((c_ptr_2 + (int)((int)(t8 + ((kwb_r))) * N_4)) + (int)(t14 + ((kwb_c)))), __float_as_uint(acc_48[e]), (bool)(((int)(t8 + ((kwb_r))) < M_3) & ((int)(t14 + ((kwb_c))) < N_4)));
     }
 }

@@ -35,9 +35,10 @@ impl Idx {
         match &l.mma {
             Some(m) => {
                 let (row, col) = m.coord_expr(e);
+                // A use may need only one of the two (NVCC would warn of the other).
                 vec![
-                    format!("const int kwb_r = {row};"),
-                    format!("const int kwb_c = {col};"),
+                    format!("[[maybe_unused]] const int kwb_r = {row};"),
+                    format!("[[maybe_unused]] const int kwb_c = {col};"),
                 ]
             }
             None => vec![format!("const int g = {};", l.flat_expr(e))],

@@ -175,7 +175,7 @@ impl Writer<'_> {
         self.line(&format!("const {t} kwb_step = {};", self.name(step)));
         self.line(&format!("int {rd} = 0;"));
         self.line(&format!("int {wr} = 0;"));
-        self.strided_begin(&plan.strided);
+        self.strided_begin(&plan.strided, &plan.compute);
         self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
         let prefetch = self.prefetchable(body, plan);
         let wgmma = prefetch

@@ -24,6 +24,8 @@ use crate::tile::ir::{Op, Stmt, StmtKind, VarId};
 pub struct Strided {
     /// The loop-carried pointer tile.
     pub ptr: VarId,
+    /// The tile `p + splat(s)` is assigned to (never written in this form).
+    pub next: VarId,
     /// The scalar it advances by, each iteration.
     pub step: VarId,
     /// Body indices of `q = p + splat(s)` and of `p = q`.
@@ -84,6 +86,7 @@ impl Writer<'_> {
             if others == 3 {
                 out.push(Strided {
                     ptr: p,
+                    next: *q,
                     step,
                     add,
                     carry,
@@ -93,9 +96,13 @@ impl Writer<'_> {
         out
     }
 
-    /// Starts keeping `strided` as base and offset (inside the loop's block).
-    pub fn strided_begin(&mut self, strided: &[Strided]) {
+    /// Starts keeping `strided` as base and offset (inside the loop's block). `compute`: the
+    /// body indices the compute part writes (a slice statement there is written as is).
+    pub fn strided_begin(&mut self, strided: &[Strided], compute: &[usize]) {
         for s in strided {
+            if !compute.contains(&s.add) {
+                self.undeclared.push(s.next);
+            }
             let off = Strided::offset_name(self.name(s.ptr));
             self.line(&format!(
                 "long long {off} = 0;  // `{}` advances by this many elements (stride.rs)",

@@ -93,6 +93,8 @@ pub struct Writer<'k> {
     /// Pointer tiles kept as base and running offset during their loop (`stride.rs`): the
     /// offset's C name.
     pub strided_at: HashMap<VarId, String>,
+    /// Tiles never written, so not declared (a strided pointer's `p + splat(s)`).
+    pub undeclared: Vec<VarId>,
 }
 
 impl<'k> Writer<'k> {
@@ -141,6 +143,7 @@ impl<'k> Writer<'k> {
             assign_seq: 0,
             assigned_at: HashMap::new(),
             strided_at: HashMap::new(),
+            undeclared: Vec::new(),
         }
     }
 
@@ -362,7 +365,7 @@ impl<'k> Writer<'k> {
         let params: Vec<VarId> = k.params.iter().map(|p| p.var).collect();
         for (i, v) in k.vars.iter().enumerate() {
             let id = VarId(i as u32);
-            if params.contains(&id) || self.ringed.contains(&id) {
+            if params.contains(&id) || self.ringed.contains(&id) || self.undeclared.contains(&id) {
                 continue;
             }
             let t = c_elem(v.ty.elem);
