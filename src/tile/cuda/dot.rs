@@ -327,10 +327,7 @@ impl Writer<'_> {
         if w * size < 4 {
             w = 1;
         }
-        let owner = l
-            .owner_expr()
-            .map(|o| format!("if ({o}) "))
-            .unwrap_or_default();
+        let owner = l.owner_if();
         let f = l.flat_expr("e");
         let at = format!("{base}[(kwb_f / {cols}) * {ld} + kwb_f % {cols}]");
         self.line("#pragma unroll");

@@ -80,10 +80,7 @@ impl Writer<'_> {
         } else {
             format!("make_uint2({})", words.join(", "))
         };
-        let owner = l
-            .owner_expr()
-            .map(|o| format!("if ({o}) "))
-            .unwrap_or_default();
+        let owner = l.owner_if();
         self.open("{");
         self.line(&format!(
             "// the tile to shared memory (the idle rings, rows of {cols} + {vec}) and back in rows of 16-byte vectors"

@@ -60,6 +60,14 @@ impl Layout {
         }
     }
 
+    /// `if (owner) ` before a statement only the owners of their registers may run (empty
+    /// when every thread owns its registers).
+    pub fn owner_if(&self) -> String {
+        self.owner_expr()
+            .map(|o| format!("if ({o}) "))
+            .unwrap_or_default()
+    }
+
     /// Whether some threads hold copies of elements others hold.
     pub fn replicated(&self) -> bool {
         self.ept * self.threads > self.numel

@@ -246,10 +246,7 @@ impl Writer<'_> {
         self.line(&format!(
             "{t}* kwb_s = reinterpret_cast<{t}*>(kwb_scratch);"
         ));
-        let owner = ls
-            .owner_expr()
-            .map(|o| format!("if ({o}) "))
-            .unwrap_or_default();
+        let owner = ls.owner_if();
         self.line("#pragma unroll");
         self.line(&format!(
             "for (int e = 0; e < {}; ++e) {owner}kwb_s[{}] = {};",

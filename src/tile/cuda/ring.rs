@@ -328,10 +328,7 @@ impl Writer<'_> {
         let bytes = w * 2;
         let f = l.flat_expr("e");
         let at = load.swizzle.at("kwb_f", load.rows, load.cols);
-        let owner = l
-            .owner_expr()
-            .map(|o| format!("if ({o}) "))
-            .unwrap_or_default();
+        let owner = l.owner_if();
         let m = |w: &Writer| {
             mask.map(|m| w.at(m, "e"))
                 .unwrap_or_else(|| "true".to_string())
