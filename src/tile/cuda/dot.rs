@@ -19,7 +19,7 @@ use super::layout::Layout;
 use super::mma::Mma;
 use super::names::literal;
 use super::names::{c_scalar, elem_scalar};
-use super::ring::RingSwizzle;
+use super::swizzle::RingSwizzle;
 use super::writer::{Writer, SMEM_LIMIT};
 use crate::tile::ir::{Const, Scalar, VarId};
 

@@ -21,6 +21,7 @@ mod relayout;
 mod remat;
 mod ring;
 mod stride;
+mod swizzle;
 mod unify;
 mod wgmma;
 mod writer;

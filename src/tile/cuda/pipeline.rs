@@ -16,7 +16,7 @@
 //! pointer tiles end the loop with the values they would have had: each iteration's slice runs
 //! exactly once, only earlier.
 
-use super::ring::RingSwizzle;
+use super::swizzle::RingSwizzle;
 use super::writer::{ring_slack, Writer, SMEM_OPTIN_LIMIT};
 use crate::tile::ir::{Const, Elem, Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::{HashMap, HashSet};

@@ -14,7 +14,7 @@
 use super::dot::{mma_fn, ring_fragment_addresses, TensorParts};
 use super::names::elem_scalar;
 use super::pipeline::{Plan, RingLoad};
-use super::ring::RingSwizzle;
+use super::swizzle::RingSwizzle;
 use super::writer::Writer;
 use crate::tile::ir::{Op, Scalar, Stmt, StmtKind, VarId};
 

@@ -25,6 +25,7 @@
 
 use super::names::{c_scalar, elem_scalar};
 use super::pipeline::{Plan, RingLoad};
+use super::swizzle::{fixed_steps, RingSwizzle};
 use super::writer::Writer;
 use crate::tile::ir::{Stmt, StmtKind, VarId};
 use std::fmt::Write as _;
@@ -71,64 +72,6 @@ pub const HELPERS: &[(&str, &str)] = &[
 "#,
     ),
 ];
-
-/// How a ring buffer lays out its `[rows, cols]` tile of 2-byte elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RingSwizzle {
-    /// Row-major with kwb's chunk swizzle (`kwb_swz`), for `ldmatrix`.
-    Ldmatrix,
-    /// A `wgmma` operand (`wgmma.rs`): blocks of `width`-byte rows, swizzled as the hardware
-    /// reads them; `permute_mt` > 0 permutes the rows of an A operand for warps of that many
-    /// 16-row tiles.
-    Wgmma { width: u64, permute_mt: u64 },
-}
-
-impl RingSwizzle {
-    /// C expression of the byte offset, in a buffer of `rows x cols`, of flat element `f`
-    /// (a C expression).
-    pub fn at(&self, f: &str, rows: u64, cols: u64) -> String {
-        match *self {
-            RingSwizzle::Ldmatrix => format!(
-                "kwb_swz<{}>({f} / {cols}, ({f} % {cols}) / 8) + ({f} % 8) * 2",
-                cols / 8
-            ),
-            RingSwizzle::Wgmma { width, permute_mt } => {
-                let row = if permute_mt > 0 {
-                    format!("kwb_wgrow<{permute_mt}>({f} / {cols})")
-                } else {
-                    format!("{f} / {cols}")
-                };
-                format!("kwb_wgswz<{rows}, {width}>({row}, ({f} % {cols}) * 2)")
-            }
-        }
-    }
-}
-
-impl RingSwizzle {
-    /// The byte offset [`RingSwizzle::at`] computes, for flat element `f` (as the device
-    /// helpers `kwb_swz`, `kwb_wgswz` and `kwb_wgrow` compute it).
-    pub fn offset(&self, f: u64, rows: u64, cols: u64) -> u64 {
-        let (row, col) = (f / cols, f % cols);
-        match *self {
-            RingSwizzle::Ldmatrix => {
-                let cpr = cols / 8;
-                let l = row * cpr + col / 8;
-                (l ^ ((l / cpr.max(8)) % 8)) * 16 + (f % 8) * 2
-            }
-            RingSwizzle::Wgmma { width, permute_mt } => {
-                let row = if permute_mt > 0 {
-                    let w = row / (16 * permute_mt);
-                    ((w / 4) * permute_mt + (row / 16) % permute_mt) * 64 + (w % 4) * 16 + row % 16
-                } else {
-                    row
-                };
-                let byte = col * 2;
-                let o = (byte / width) * (rows * width) + row * width + byte % width;
-                o ^ (((o >> 7) & (width / 16 - 1)) << 4)
-            }
-        }
-    }
-}
 
 /// A dot operand read from a ring during the compute phase.
 #[derive(Debug, Clone)]
@@ -383,20 +326,4 @@ impl Writer<'_> {
         self.close("}");
         self.close("}");
     }
-}
-
-/// For a layout `l` copied `w` elements at a time: the byte distance of each vector from the
-/// thread's first, when it is the same in every thread (`offset` maps a flat element to its
-/// byte offset in the buffer).
-fn fixed_steps(l: &super::layout::Layout, w: u64, offset: impl Fn(u64) -> u64) -> Option<Vec<u64>> {
-    let mut steps = Vec::new();
-    for e in (0..l.ept).step_by(w as usize) {
-        let d = |t: u64| offset(l.flat(t, e)).checked_sub(offset(l.flat(t, 0)));
-        let first = d(0)?;
-        if (1..l.threads).any(|t| d(t) != Some(first)) {
-            return None;
-        }
-        steps.push(first);
-    }
-    Some(steps)
 }

@@ -29,7 +29,8 @@
 use super::mma::Mma;
 use super::names::elem_scalar;
 use super::pipeline::Plan;
-use super::ring::{RingRead, RingSwizzle};
+use super::ring::RingRead;
+use super::swizzle::RingSwizzle;
 use super::writer::Writer;
 use crate::tile::ir::{Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::HashMap;
