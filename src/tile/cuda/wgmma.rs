@@ -39,7 +39,9 @@ use std::collections::HashMap;
 /// shape: [`Writer::wgmma_fn`]).
 pub const HELPERS: &[(&str, &str)] = &[
     // The warpgroup's index as a value ptxas knows is the same in every lane (a shuffle from
-    // lane 0), so the operand descriptors built from it stay in uniform registers.
+    // lane 0), so the operand descriptors built from it stay in uniform registers. Taken
+    // once, at the kernel's start (`kwb_wg`): in the loop, the shuffle would queue behind the
+    // copies just issued.
     (
         "kwb_warpgroup",
         r#"static __device__ __forceinline__ int kwb_warpgroup() { return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); }
@@ -205,7 +207,8 @@ impl Writer<'_> {
         let d = self.name(dst).to_string();
         let rows_per_group = m / groups;
         let sa = if groups > 1 {
-            format!("{} + kwb_warpgroup() * {}", ra.base, rows_per_group * wa)
+            self.uses_warpgroup = true;
+            format!("{} + kwb_wg * {}", ra.base, rows_per_group * wa)
         } else {
             ra.base.clone()
         };

@@ -95,6 +95,8 @@ pub struct Writer<'k> {
     pub strided_at: HashMap<VarId, String>,
     /// Tiles never written, so not declared (a strided pointer's `p + splat(s)`).
     pub undeclared: Vec<VarId>,
+    /// The code reads the warpgroup index `kwb_wg` (defined at the kernel's start).
+    pub uses_warpgroup: bool,
 }
 
 impl<'k> Writer<'k> {
@@ -144,6 +146,7 @@ impl<'k> Writer<'k> {
             assigned_at: HashMap::new(),
             strided_at: HashMap::new(),
             undeclared: Vec::new(),
+            uses_warpgroup: false,
         }
     }
 
@@ -296,6 +299,9 @@ impl<'k> Writer<'k> {
             params.join(", ")
         );
         head.push_str("    const int kwb_tid = threadIdx.x;\n");
+        if self.uses_warpgroup {
+            head.push_str("    const int kwb_wg = kwb_warpgroup();\n");
+        }
         if fixed > SMEM_LIMIT {
             let _ = writeln!(
                 head,
