@@ -57,6 +57,19 @@ impl Writer<'_> {
             return false;
         }
         let g = Idx::Flat("g".into());
+        // When each round of vectors covers whole rows, a vector's row is its round's first
+        // plus the thread's, and its column the thread's alone: indexing by (row, column)
+        // lets NVCC share the column's and the row base's arithmetic between the rounds.
+        let whole_rows = (lb.threads * vec).is_multiple_of(cols);
+        let g = if whole_rows {
+            Idx::Coords {
+                row: "kwb_r".into(),
+                col: "kwb_c".into(),
+                cols,
+            }
+        } else {
+            g
+        };
         let Some(p) = self.remat(ptr, &g) else {
             return false;
         };
@@ -100,11 +113,21 @@ impl Writer<'_> {
         self.line("__syncthreads();");
         self.line("#pragma unroll");
         self.open(&format!("for (int e = 0; e < {}; e += {vec}) {{", lb.ept));
-        for d in Idx::define(&lb, "e") {
-            self.line(&d);
-        }
+        let at = if whole_rows {
+            let rows = lb.threads * vec / cols;
+            self.line(&format!(
+                "const int kwb_r = (e / {vec}) * {rows} + (kwb_tid * {vec}) / {cols};"
+            ));
+            self.line(&format!("const int kwb_c = (kwb_tid * {vec}) % {cols};"));
+            format!("(kwb_r * {ld} + kwb_c) * {size}")
+        } else {
+            for d in Idx::define(&lb, "e") {
+                self.line(&d);
+            }
+            format!("((g / {cols}) * {ld} + g % {cols}) * {size}")
+        };
         self.line(&format!(
-            "kwb_st128({p}, *reinterpret_cast<const uint4*>(kwb_st + ((g / {cols}) * {ld} + g % {cols}) * {size}), {m});"
+            "kwb_st128({p}, *reinterpret_cast<const uint4*>(kwb_st + {at}), {m});"
         ));
         self.close("}");
         self.close("}");
