@@ -98,7 +98,12 @@ fn tile_kernels_generated_code_passes_in_the_emulator() {
 
 #[test]
 fn tile_kernels_pass_at_sizes_that_exercise_their_masks() {
-    for ws in ["tile_odd_sizes", "tile_odd_add", "tile_odd_gelu"] {
+    for ws in [
+        "tile_odd_sizes",
+        "tile_odd_add",
+        "tile_odd_gelu",
+        "tile_tutorial_matmul",
+    ] {
         let ws = format!("tests/fixtures/workspaces/{ws}.yaml");
         let sizes = kwb::workspace::load(&support::repo().join(&ws))
             .unwrap()

@@ -570,17 +570,34 @@ impl Ck<'_> {
         if items.contains(&Val::Poison) {
             return Val::Poison;
         }
+        let tl_name = if name == "py.min" {
+            "minimum"
+        } else {
+            "maximum"
+        };
+        if items.len() >= 2 && !items.iter().all(Val::is_number) {
+            // As in Triton, `min`/`max` of runtime values is `tl.minimum`/`tl.maximum` (the
+            // matmul tutorial's `min(num_pid_m - first_pid_m, GROUP_SIZE_M)`), pairwise.
+            let mut acc = items.remove(0);
+            for v in items {
+                let pos = vec![Arg { val: acc, span }, Arg { val: v, span }];
+                acc = self.builtin(
+                    tl_name,
+                    Args {
+                        pos,
+                        kw: Vec::new(),
+                        span,
+                    },
+                );
+            }
+            return acc;
+        }
         if items.is_empty() || !items.iter().all(Val::is_number) {
             return self.error(
                 span,
                 format!(
-                    "`{}` works on compile-time numbers; for runtime values use `tl.{}`",
+                    "`{}` works on compile-time numbers, or on two or more values",
                     display_builtin(name),
-                    if name == "py.min" {
-                        "minimum"
-                    } else {
-                        "maximum"
-                    }
                 ),
             );
         }
