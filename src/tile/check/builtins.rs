@@ -596,8 +596,9 @@ impl Ck<'_> {
             return self.error(
                 span,
                 format!(
-                    "`{}` works on compile-time numbers, or on two or more values",
-                    display_builtin(name),
+                    "`{b}` needs two or more values, or compile-time numbers; to reduce a tile, \
+                     use `tl.{b}(x, axis=...)`",
+                    b = display_builtin(name),
                 ),
             );
         }

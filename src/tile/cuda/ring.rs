@@ -137,7 +137,7 @@ impl Writer<'_> {
         self.line(&format!("{wr} += 1;"));
         self.close("}");
         for l in &plan.loads {
-            self.ringed.push(l.dst);
+            self.undeclared.push(l.dst);
         }
         if let Some(d) = &prefetch {
             let start = self.name(start).to_string();
@@ -272,15 +272,16 @@ impl Writer<'_> {
         let f = l.flat_expr("e");
         let at = load.swizzle.at("kwb_f", load.rows, load.cols);
         let owner = l.owner_if();
-        let m = |w: &Writer| {
-            mask.map(|m| w.at(m, "e"))
+        let m = |w: &Writer, e: &str| {
+            mask.map(|m| w.at(m, e))
                 .unwrap_or_else(|| "true".to_string())
         };
+        let vectors = matches!(bytes, 4 | 8 | 16);
         self.open("{");
         self.line(&format!(
             "unsigned char* kwb_buf = kwb_ring + {offset} + {slot} * {stage};"
         ));
-        let steps = matches!(bytes, 4 | 8 | 16)
+        let steps = vectors
             .then(|| fixed_steps(&l, w, |f| load.swizzle.offset(f, load.rows, load.cols)))
             .flatten();
         if let Some(steps) = steps {
@@ -293,21 +294,20 @@ impl Writer<'_> {
                 self.line(&format!(
                     "{owner}kwb_cp{bytes}(kwb_a + {d}u, {}, {});",
                     self.at(ptr, &e),
-                    mask.map(|m| self.at(m, &e))
-                        .unwrap_or_else(|| "true".to_string())
+                    m(self, &e)
                 ));
             }
             self.close("}");
             return;
         }
         self.line("#pragma unroll");
-        if matches!(bytes, 4 | 8 | 16) {
+        if vectors {
             self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
             self.line(&format!("const int kwb_f = {f};"));
             self.line(&format!(
                 "{owner}kwb_cp{bytes}(kwb_smem(kwb_buf + {at}), {}, {});",
                 self.at(ptr, "e"),
-                m(self)
+                m(self, "e")
             ));
         } else {
             // Element by element: 2-byte elements have no cp.async.
@@ -317,7 +317,7 @@ impl Writer<'_> {
             self.line(&format!(
                 "kwb_ld16s(r, {}, {});",
                 self.at(ptr, "e"),
-                m(self)
+                m(self, "e")
             ));
             self.line(&format!(
                 "{owner}*reinterpret_cast<unsigned short*>(kwb_buf + {at}) = r;"

@@ -74,8 +74,6 @@ pub struct Writer<'k> {
     pub rings: u32,
     /// During a pipelined loop's compute phase: the dot operands read from a ring.
     pub ring_reads: HashMap<VarId, super::ring::RingRead>,
-    /// Loads that go to a ring and never to registers (not declared).
-    pub ringed: Vec<VarId>,
     /// How many times each variable is assigned, and its op when that is once.
     pub defs: HashMap<VarId, (u32, Option<Op>)>,
     /// The alignment the rings need in the shared window: 1024 bytes for `wgmma`'s swizzled
@@ -93,7 +91,8 @@ pub struct Writer<'k> {
     /// Pointer tiles kept as base and running offset during their loop (`stride.rs`): the
     /// offset's C name.
     pub strided_at: HashMap<VarId, String>,
-    /// Tiles never written, so not declared (a strided pointer's `p + splat(s)`).
+    /// Tiles never written to registers, so not declared: loads that go to a ring, and a
+    /// strided pointer's `p + splat(s)`.
     pub undeclared: Vec<VarId>,
     /// The code reads the warpgroup index `kwb_wg` (defined at the kernel's start).
     pub uses_warpgroup: bool,
@@ -136,7 +135,6 @@ impl<'k> Writer<'k> {
             max_stages: 0,
             rings: 0,
             ring_reads: HashMap::new(),
-            ringed: Vec::new(),
             defs,
             ring_align: 128,
             helpers: BTreeMap::new(),
@@ -371,7 +369,7 @@ impl<'k> Writer<'k> {
         let params: Vec<VarId> = k.params.iter().map(|p| p.var).collect();
         for (i, v) in k.vars.iter().enumerate() {
             let id = VarId(i as u32);
-            if params.contains(&id) || self.ringed.contains(&id) || self.undeclared.contains(&id) {
+            if params.contains(&id) || self.undeclared.contains(&id) {
                 continue;
             }
             let t = c_elem(v.ty.elem);
