@@ -7,6 +7,9 @@ On a GPU machine, one command:
 It runs, at each size (64Ki is added to a temporary copy of the workspace; the shipped file is
 not touched):
   * `kwb batch --format json` with CUPTI timing (the default),
+  * the same with `KWB_TIMER=cupti-concurrent` (CUPTI's concurrent-kernel records, which CUPTI
+    makes with code it adds to every thread block: the kind torch.profiler and Nsight Systems
+    use, shown for contrast with kwb's serial records),
   * the same with `KWB_TIMER=events` (CUDA events, launch overhead included),
   * for every version, `kwb batch --versions V --sizes S` under
     `ncu --cache-control all --clock-control none --metrics gpu__time_duration.sum`,
@@ -225,9 +228,14 @@ def main():
             return
         print("kwb batch, CUPTI timer ...")
         cupti_report = run_batch(kwb, ws, sizes, {})
+        print("kwb batch, KWB_TIMER=cupti-concurrent ...")
+        concurrent = medians(run_batch(kwb, ws, sizes, {"KWB_TIMER": "cupti-concurrent"}))
         print("kwb batch, KWB_TIMER=events ...")
         events_report = run_batch(kwb, ws, sizes, {"KWB_TIMER": "events"})
         cupti, events = medians(cupti_report), medians(events_report)
+        # A swept version's results are named by configuration (v9[block=256]): the table
+        # holds the plain versions only.
+        versions = [v for v in versions if any(k[0] == v[0] for k in cupti)]
         dev = cupti_report.get("device") or {}
         copy, stream = dev.get("measured_copy_gbps"), dev.get("stream_kernel_gbps")
         print(
@@ -249,7 +257,8 @@ def main():
         return f"{x:9.3f}" if x is not None else "        -"
 
     print()
-    header = f"{'size':>6} {'ver':>4} | {'ncu µs':>9} | {'cupti µs':>9} {'Δ':>7} {'ok':>3} | {'events µs':>9} {'Δ':>7} | timer  L2"
+    header = (f"{'size':>6} {'ver':>4} | {'ncu µs':>9} | {'cupti µs':>9} {'Δ':>7} {'ok':>3} | "
+              f"{'concurrent':>10} {'Δ':>7} | {'events µs':>9} {'Δ':>7} | timer  L2")
     print(header)
     print("-" * len(header))
     failures, missing, rows = 0, 0, []
@@ -260,6 +269,8 @@ def main():
             e = events.get((version, size))
             c_us, timer, _, l2 = c if c else (None, "-", None, None)
             e_us = e[0] if e else None
+            k = concurrent.get((version, size))
+            k_us = k[0] if k else None
             ok = "-"
             if n is not None and c_us is not None:
                 good = within(c_us, n) and timer == "cupti"
@@ -269,10 +280,11 @@ def main():
                 missing += 1
             print(
                 f"{size:>6} {version:>4} | {us(n)} | {us(c_us)} {pct(c_us, n)} {ok:>3} | "
-                f"{us(e_us)} {pct(e_us, n)} | {timer:<6} {'L2' if l2 else ''}"
+                f"{us(k_us):>10} {pct(k_us, n)} | {us(e_us)} {pct(e_us, n)} | {timer:<6} {'L2' if l2 else ''}"
             )
             rows.append(dict(size=size, version=version, ncu_us=n, cupti_us=c_us,
-                             events_us=e_us, timer=timer, l2_resident=l2))
+                             cupti_concurrent_us=k_us, events_us=e_us, timer=timer,
+                             l2_resident=l2))
         print("-" * len(header))
     total = len(sizes) * len(versions)
     print(

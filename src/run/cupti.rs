@@ -2,6 +2,14 @@
 //! writes for every kernel, the clock Nsight reads. CUDA events around a launch also count the
 //! launch and the timestamps' own overhead (1.5–3 µs), a third of a 6 µs kernel.
 //!
+//! kwb asks for CUPTI's *serial* kernel records (`CUPTI_ACTIVITY_KIND_KERNEL`): the GPU stamps
+//! each kernel at its boundaries, and kernels run one at a time, as kwb's single stream runs
+//! them anyway. The *concurrent* records (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`, what
+//! torch.profiler and Nsight Systems ask for) are made by code CUPTI adds to every thread block,
+//! which slows kernels of many short blocks: on an H200 it read the 256Mi fp16 add with one
+//! element per thread 7.8% slower than CUDA events of the same launches did without it
+//! (docs/results). `KWB_TIMER=cupti-concurrent` selects them, for that comparison.
+//!
 //! libcupti is optional and loaded at run time by full path (`cupti_locate`); kwb looks up
 //! every entry point itself and never calls one it did not find, so a missing or odd CUPTI
 //! means timing with events (and saying so), never a panic. `KWB_TIMER=events` forces events.
@@ -14,7 +22,8 @@ use std::mem::offset_of;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-/// Set to `events` to time with CUDA events even where CUPTI is available.
+/// Set to `events` to time with CUDA events even where CUPTI is available, or to
+/// `cupti-concurrent` for CUPTI's concurrent-kernel records instead of its serial ones.
 pub const TIMER_VAR: &str = "KWB_TIMER";
 
 // CUPTI's C API, as far as kwb uses it. Results are plain integers (0 is success), so an
@@ -37,12 +46,15 @@ const BUFFER_ALIGN: usize = 8;
 /// A loaded CUPTI with its callbacks registered.
 pub struct Cupti {
     pub path: PathBuf,
+    /// The activity kind enabled while tracing: serial kernel records unless `KWB_TIMER`
+    /// asks for the concurrent ones.
+    kind: u32,
     enable: EnableFn,
     disable: EnableFn,
     flush_all: FlushFn,
     /// Absent from CUPTI 13 (present in older ones); without it runs are matched to records by
     /// order on the stream, which holds nothing but the timed kernels and (in cold mode) the
-    /// L2 flush, a memset: another activity kind, never enabled, so never a kernel record.
+    /// L2 flush kernel, whose record is matched by position and left out of the time.
     last_correlation: Option<LastCorrelationFn>,
     _lib: libloading::Library,
 }
@@ -56,10 +68,20 @@ pub fn cupti() -> Result<&'static Cupti, String> {
     LOADED.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-fn load() -> Result<Cupti, String> {
-    if std::env::var(TIMER_VAR).is_ok_and(|v| v.eq_ignore_ascii_case("events")) {
-        return Err(format!("{TIMER_VAR}=events"));
+/// The kernel-record kind `KWB_TIMER`'s value asks for, or `None` for events.
+fn kind_for(timer: Option<&str>) -> Option<u32> {
+    match timer.map(str::to_ascii_lowercase).as_deref() {
+        Some("events") => None,
+        Some("cupti-concurrent") => Some(KIND_CONCURRENT_KERNEL),
+        _ => Some(KIND_KERNEL),
     }
+}
+
+fn load() -> Result<Cupti, String> {
+    let timer = std::env::var(TIMER_VAR).ok();
+    let Some(kind) = kind_for(timer.as_deref()) else {
+        return Err(format!("{TIMER_VAR}=events"));
+    };
     let path = super::cupti_locate::locate().map_err(|searched| {
         format!(
             "libcupti not found (looked in {} folders, e.g. {})",
@@ -90,6 +112,7 @@ fn load() -> Result<Cupti, String> {
     let cupti = unsafe {
         Cupti {
             path: path.clone(),
+            kind,
             enable: std::mem::transmute::<*const (), EnableFn>(enable),
             disable: std::mem::transmute::<*const (), EnableFn>(disable),
             flush_all: std::mem::transmute::<*const (), FlushFn>(flush_all),
@@ -128,9 +151,7 @@ impl Cupti {
             (self.flush_all)(FLUSH_FORCED)
         })?;
         drain();
-        check("cuptiActivityEnable", unsafe {
-            (self.enable)(KIND_CONCURRENT_KERNEL)
-        })?;
+        check("cuptiActivityEnable", unsafe { (self.enable)(self.kind) })?;
         Ok(Trace { api: self })
     }
 }
@@ -164,7 +185,7 @@ impl Drop for Trace {
     fn drop(&mut self) {
         // SAFETY: plain calls; failures leave nothing to undo.
         unsafe {
-            let _ = (self.api.disable)(KIND_CONCURRENT_KERNEL);
+            let _ = (self.api.disable)(self.api.kind);
             let _ = (self.api.flush_all)(FLUSH_FORCED);
         }
         drain();
@@ -251,6 +272,17 @@ mod tests {
         assert_eq!(offset_of!(KernelLayout, start), 16);
         assert_eq!(offset_of!(KernelLayout, end), 24);
         assert_eq!(offset_of!(KernelLayout, correlationId), 92);
+    }
+
+    #[test]
+    fn serial_kernel_records_unless_events_or_the_concurrent_ones_are_asked_for() {
+        assert_eq!(kind_for(None), Some(KIND_KERNEL));
+        assert_eq!(kind_for(Some("cupti")), Some(KIND_KERNEL));
+        assert_eq!(kind_for(Some("Events")), None);
+        assert_eq!(
+            kind_for(Some("cupti-concurrent")),
+            Some(KIND_CONCURRENT_KERNEL)
+        );
     }
 
     #[test]

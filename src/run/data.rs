@@ -118,20 +118,25 @@ pub fn data_key(job: &RunJob) -> u64 {
     h.finish()
 }
 
+/// The seed of buffer `b`'s draws: the job's, mixed with the buffer's name (not its position,
+/// so versions that list their buffers differently agree).
+pub fn buffer_seed(job: &RunJob, b: &BufferSpec) -> u64 {
+    let name_hash = b.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+        (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
+    });
+    job.seed ^ name_hash
+}
+
 /// Makes every generated buffer of `job` from its seed.
 pub fn make_inputs(job: &RunJob, key: u64) -> Result<Data, String> {
     let mut inputs = HashMap::new();
     for b in job.buffers.iter().filter(|b| generated(b)) {
-        // Each buffer's stream depends on its name, not its position, so versions agree.
-        let name_hash = b.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
-            (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
-        });
         let h = generate(
             b.dtype,
             b.shape.iter().product(),
             &b.init,
             &b.shape,
-            job.seed ^ name_hash,
+            buffer_seed(job, b),
         )
         .map_err(|e| format!("buffer `{}`: {e}", b.name))?;
         inputs.insert(

@@ -6,8 +6,8 @@ use super::bench::{benchmark, Timing};
 use super::canary::Where;
 use super::check::check;
 use super::data::{
-    data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks, tolerance,
-    DataCache,
+    buffer_seed, data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks,
+    tolerance, DataCache,
 };
 use super::device::{error_name, is_sticky, DevBuf, Stream};
 use super::inputs::{decode, poison};
@@ -62,6 +62,8 @@ pub struct Workbench {
     pub l2_bytes: u64,
     /// Recent jobs' inputs and references, reused by jobs that ask for the same.
     pub data: DataCache,
+    /// Draws inputs on the GPU (the host's bits, no upload); `None`: inputs are uploaded.
+    pub devgen: Option<super::devgen::DeviceGen>,
 }
 
 pub fn run_job(
@@ -101,7 +103,7 @@ pub fn run_job(
         let elems: usize = b.shape.iter().product();
         let buf = redzone::alloc(job, elems * b.dtype.size() as usize)?;
         if let Some((bytes, _)) = data.inputs.get(&b.name) {
-            buf.upload(bytes)?;
+            start_input(wb, job, b, &buf, bytes)?;
         }
         device.insert(b.name.clone(), buf);
     }
@@ -269,6 +271,26 @@ pub fn l2_resident(working_set: u64, l2_bytes: u64) -> bool {
 fn note_fallback(why: &str) {
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| eprintln!("kwb worker: timing with CUDA events: {why}"));
+}
+
+/// Gives input `b` its starting bytes: drawn on the GPU when the worker can draw them (the
+/// very bits `bytes` holds, see [`super::devgen`]), else uploaded.
+fn start_input(
+    wb: &Workbench,
+    job: &RunJob,
+    b: &BufferSpec,
+    buf: &DevBuf,
+    bytes: &[u8],
+) -> Result<(), CuError> {
+    let elems: usize = b.shape.iter().product();
+    let drawn = wb
+        .devgen
+        .as_ref()
+        .zip(super::inputs::recipe(b.dtype, &b.init).ok().flatten());
+    match drawn {
+        Some((gen, r)) => gen.fill(&wb.stream, buf, b.dtype, elems, &r, buffer_seed(job, b)),
+        None => buf.upload(bytes),
+    }
 }
 
 /// Waits for every upload. `cuMemcpyHtoD` from pageable memory may return before its DMA

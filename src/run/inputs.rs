@@ -1,15 +1,14 @@
-//! Host-side buffer contents: the bytes uploaded before a run, and the same values as `f64`,
+//! Host-side buffer contents: the bytes a buffer starts with, and the same values as `f64`,
 //! rounded to the buffer's dtype so the CPU reference sees exactly what the kernel sees. Random
-//! inits are drawn in fixed chunks, each seeded from `(seed, chunk)`, so a buffer depends on its
-//! seed only, never on the thread count. Also here: the poison pattern output buffers start as
-//! (to catch elements a kernel never wrote), and decoding device bytes back to `f64`.
+//! inits are counter-based draws ([`super::counter_rng`]): element `i` depends on the seed and
+//! `i` only, never on the thread count, and the GPU worker draws the same bits on the device.
+//! Also here: the poison pattern output buffers start as (to catch elements a kernel never
+//! wrote), and decoding device bytes back to `f64`.
 
+use super::counter_rng::{key_of, Kind, Recipe};
 use super::npy::{self, NpyError};
 use crate::workspace::{DType, Init};
 use half::{bf16, f16, slice::HalfFloatSliceExt};
-use rand::{Rng as _, SeedableRng};
-use rand_distr::StandardNormal;
-use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use std::path::PathBuf;
 
@@ -26,7 +25,7 @@ macro_rules! with_elem {
 }
 pub(crate) use with_elem;
 
-/// Elements per independently seeded chunk (also the unit of parallel work).
+/// Elements per chunk: the unit of parallel work.
 pub(crate) const CHUNK: usize = 1 << 16;
 
 /// A buffer's bytes as uploaded (little-endian) and the exact values they hold.
@@ -78,27 +77,16 @@ pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
 
 /// `values` rounded to `dtype` (nearest, ties to even; i32 saturates, NaN becomes 0).
 pub fn encode(dtype: DType, values: &[f64]) -> HostBuffer {
-    fill(dtype, values.len(), 0, FULL, &|_, i| values[i])
+    fill(dtype, values.len(), FULL, &|start, out| {
+        out.copy_from_slice(&values[start..start + out.len()])
+    })
 }
 
-/// Makes `elems` elements of `dtype` as `init` says, from `seed`. `shape` (whose element count
-/// must be `elems`) is what an `npy` file must match. Uniform draws lie in `[low, high)` after
-/// rounding; for i32 they are integers in `[ceil(low), ceil(high))`.
-pub fn generate(
-    dtype: DType,
-    elems: usize,
-    init: &Init,
-    shape: &[usize],
-    seed: u64,
-) -> Result<HostBuffer, InputError> {
+/// How `init` draws the elements of a `dtype` buffer, with the bounds the stored values are
+/// clamped into; `None` for an `npy` file (its values are read, not drawn). Uniform draws lie
+/// in `[low, high)` after rounding; for i32 they are integers in `[ceil(low), ceil(high))`.
+pub fn recipe(dtype: DType, init: &Init) -> Result<Option<Recipe>, InputError> {
     let invalid = |msg: String| Err(InputError::Invalid(msg));
-    if shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(elems) {
-        return invalid(format!("shape {shape:?} does not hold {elems} elements"));
-    }
-    let bytes = elems.checked_mul(dtype.size() as usize);
-    if bytes.is_none_or(|b| b > isize::MAX as usize) {
-        return invalid(format!("{elems} elements of {dtype} do not fit in memory"));
-    }
     let (lo, hi) = match *init {
         Init::Randn { mean, std } if !(mean.is_finite() && std.is_finite() && std >= 0.0) => {
             return invalid(format!("randn needs finite mean, std >= 0, got {init:?}"));
@@ -118,50 +106,77 @@ pub fn generate(
     if lo > hi {
         return invalid(format!("{init:?} holds no {dtype} value"));
     }
-    Ok(match *init {
-        Init::Randn { mean, std } => {
-            let draw = |r: &mut Rng, _| mean + std * r.sample::<f64, _>(StandardNormal);
-            fill(dtype, elems, seed, FULL, &draw)
+    let r = |kind, p0, p1| {
+        Ok(Some(Recipe {
+            kind,
+            p0,
+            p1,
+            lo,
+            hi,
+        }))
+    };
+    match *init {
+        Init::Randn { mean, std } => r(Kind::Randn, mean, std),
+        Init::Uniform { low, high } if dtype != DType::I32 => r(Kind::Uniform, low, high),
+        Init::Uniform { .. } => r(Kind::UniformInt, lo, hi - lo + 1.0),
+        Init::Arange => r(Kind::Arange, 0.0, 0.0),
+        Init::Constant { value } => r(Kind::Constant, value, 0.0),
+        Init::Npy { .. } => Ok(None),
+    }
+}
+
+/// Makes `elems` elements of `dtype` as `init` says, from `seed` (see [`recipe`] and
+/// [`super::counter_rng`]). `shape` (whose element count must be `elems`) is what an `npy`
+/// file must match.
+pub fn generate(
+    dtype: DType,
+    elems: usize,
+    init: &Init,
+    shape: &[usize],
+    seed: u64,
+) -> Result<HostBuffer, InputError> {
+    let invalid = |msg: String| Err(InputError::Invalid(msg));
+    if shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(elems) {
+        return invalid(format!("shape {shape:?} does not hold {elems} elements"));
+    }
+    let bytes = elems.checked_mul(dtype.size() as usize);
+    if bytes.is_none_or(|b| b > isize::MAX as usize) {
+        return invalid(format!("{elems} elements of {dtype} do not fit in memory"));
+    }
+    match (recipe(dtype, init)?, init) {
+        (Some(r), _) => {
+            let key = key_of(seed);
+            Ok(fill(dtype, elems, (r.lo, r.hi), &|start, out| {
+                r.values(key, start as u64, out)
+            }))
         }
-        Init::Uniform { low, high } if dtype != DType::I32 => {
-            let draw = |r: &mut Rng, _| low + (high - low) * r.random::<f64>();
-            fill(dtype, elems, seed, (lo, hi), &draw)
-        }
-        Init::Uniform { .. } => {
-            let n = hi - lo + 1.0;
-            let draw = |r: &mut Rng, _| lo + (n * r.random::<f64>()).floor();
-            fill(dtype, elems, seed, (lo, hi), &draw)
-        }
-        Init::Arange => fill(dtype, elems, seed, FULL, &|_, i| i as f64),
-        Init::Constant { value } => fill(dtype, elems, seed, FULL, &|_, _| value),
-        Init::Npy { ref path } => {
+        (None, Init::Npy { path }) => {
             let a = npy::read(path)?;
             if a.shape != shape {
                 return Err(InputError::NpyShape(path.clone(), a.shape, shape.to_vec()));
             }
-            fill(dtype, elems, seed, FULL, &|_, i| a.data[i])
+            Ok(fill(dtype, elems, FULL, &|start, out| {
+                out.copy_from_slice(&a.data[start..start + out.len()])
+            }))
         }
-    })
+        (None, _) => unreachable!("only npy inits have no recipe"),
+    }
 }
 
-type Rng = Xoshiro256PlusPlus;
 const FULL: (f64, f64) = (f64::NEG_INFINITY, f64::INFINITY);
 
-/// A buffer of `f(rng, index)` rounded to `dtype`, clamped into `bounds` (both inclusive).
-fn fill<F>(dtype: DType, elems: usize, seed: u64, bounds: (f64, f64), f: &F) -> HostBuffer
+/// A buffer of the values `f(start, out)` writes for elements `start..start + out.len()`,
+/// rounded to `dtype` and clamped into `bounds` (both inclusive), made in chunks in parallel.
+fn fill<F>(dtype: DType, elems: usize, bounds: (f64, f64), f: &F) -> HostBuffer
 where
-    F: Fn(&mut Rng, usize) -> f64 + Sync,
+    F: Fn(usize, &mut [f64]) + Sync,
 {
     with_elem!(dtype, E => {
         let mut bytes = vec![0u8; elems * E::SIZE];
         let mut values = vec![0f64; elems];
         let work = bytes.par_chunks_mut(CHUNK * E::SIZE).zip(values.par_chunks_mut(CHUNK));
         work.enumerate().for_each(|(c, (b, v))| {
-            let mix = splitmix64(seed) ^ (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let mut rng = Rng::seed_from_u64(splitmix64(mix));
-            for (j, x) in v.iter_mut().enumerate() {
-                *x = f(&mut rng, c * CHUNK + j);
-            }
+            f(c * CHUNK, v);
             E::store_all(v, b);
             for (x, out) in v.iter_mut().zip(b.chunks_exact_mut(E::SIZE)) {
                 if *x < bounds.0 || *x > bounds.1 {
@@ -171,13 +186,6 @@ where
         });
         HostBuffer { dtype, bytes, values }
     })
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// `v` rounded to f32 by round-to-odd, so rounding that to f16 or bf16 is correct (`as` is not).

@@ -207,6 +207,13 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     if !flush.reads() {
         eprintln!("kwb worker: the L2 flush kernel did not load; flushing with a memset");
     }
+    let devgen = match super::devgen::DeviceGen::load(&stream, facts.sm_count) {
+        Ok(g) => Some(g),
+        Err(why) => {
+            eprintln!("kwb worker: inputs are uploaded, not drawn on the GPU: {why}");
+            None
+        }
+    };
     let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts, &flush));
     let info = DeviceInfo {
         measured_copy_gbps: peaks.copy_gbps,
@@ -220,6 +227,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
             flush,
             l2_bytes: info.l2_bytes,
             data: crate::run::data::DataCache::for_this_machine(),
+            devgen,
         },
         info,
     })

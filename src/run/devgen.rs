@@ -1,0 +1,247 @@
+//! Inputs drawn on the GPU: the worker fills a buffer with the very bits the host draws for it
+//! ([`super::counter_rng`]), with one kernel launch instead of a copy from the host. At 256Mi
+//! fp16 the two inputs are 1 GiB that no longer cross PCIe for every job.
+//!
+//! The worker has no compiler (it may run on a remote machine), so the kernel travels inside the
+//! binary as PTX (`devgen.ptx`, compiled from `devgen.cu.in` with the constants filled in and
+//! multiply-add contraction off) and the driver JIT-compiles it. Before the worker trusts it,
+//! [`DeviceGen::load`] draws every dtype and draw kind on the device and compares the bytes with
+//! the host's; on any difference the worker keeps uploading, and says why.
+
+use super::counter_rng::{key_of, Kind, Recipe};
+use super::device::{DevBuf, Module, Stream};
+use super::inputs::{generate, recipe};
+use crate::workspace::{DType, Init};
+use cudarc::driver::result::{self, DriverError as CuError};
+use cudarc::driver::sys;
+use std::ffi::c_void;
+
+/// The PTX the binary carries (see the module docs).
+pub const PTX: &str = include_str!("devgen.ptx");
+const THREADS: u32 = 256;
+
+/// The draw kernel, loaded and checked against the host.
+pub struct DeviceGen {
+    _module: Module,
+    func: sys::CUfunction,
+    grid: u32,
+}
+
+/// The kernel's number for a dtype (see `kwb_store` in `devgen.cu.in`).
+fn dtype_code(d: DType) -> u32 {
+    match d {
+        DType::F32 => 0,
+        DType::F16 => 1,
+        DType::BF16 => 2,
+        DType::I32 => 3,
+        DType::F64 => 4,
+    }
+}
+
+impl DeviceGen {
+    /// Loads the kernel and checks it against the host's draws; `Err` says why the worker
+    /// uploads inputs instead.
+    pub fn load(s: &Stream, sm_count: u32) -> Result<DeviceGen, String> {
+        let mut image = PTX.as_bytes().to_vec();
+        image.push(0);
+        let module = Module::load(&image).map_err(|e| format!("cannot load its PTX: {e:?}"))?;
+        let func = module
+            .function("kwb_gen")
+            .map_err(|e| format!("no kwb_gen in its PTX: {e:?}"))?;
+        let gen = DeviceGen {
+            _module: module,
+            func,
+            grid: sm_count.max(1).saturating_mul(8),
+        };
+        gen.self_check(s)?;
+        Ok(gen)
+    }
+
+    /// Enqueues the draw of `buf`'s `elems` elements of `dtype` from `seed`, by `r`.
+    pub fn fill(
+        &self,
+        s: &Stream,
+        buf: &DevBuf,
+        dtype: DType,
+        elems: usize,
+        r: &Recipe,
+        seed: u64,
+    ) -> Result<(), CuError> {
+        if elems == 0 {
+            return Ok(());
+        }
+        let (mut out, mut n, mut dt, mut kind, mut key) = (
+            buf.ptr,
+            elems as u64,
+            dtype_code(dtype),
+            r.kind as u32,
+            key_of(seed),
+        );
+        let (mut p0, mut p1, mut lo, mut hi) = (r.p0, r.p1, r.lo, r.hi);
+        let mut args: Vec<*mut c_void> = vec![
+            &mut out as *mut u64 as *mut c_void,
+            &mut n as *mut u64 as *mut c_void,
+            &mut dt as *mut u32 as *mut c_void,
+            &mut kind as *mut u32 as *mut c_void,
+            &mut key as *mut u64 as *mut c_void,
+            &mut p0 as *mut f64 as *mut c_void,
+            &mut p1 as *mut f64 as *mut c_void,
+            &mut lo as *mut f64 as *mut c_void,
+            &mut hi as *mut f64 as *mut c_void,
+        ];
+        let grid = (elems as u64)
+            .div_ceil(u64::from(THREADS))
+            .clamp(1, u64::from(self.grid)) as u32;
+        // SAFETY: the arguments match kwb_gen's parameters (a pointer to `elems` elements of
+        // `dtype`, u64, u32, u32, u64, four doubles) and point at live locals.
+        unsafe {
+            result::launch_kernel(self.func, (grid, 1, 1), (THREADS, 1, 1), 0, s.0, &mut args)
+        }
+    }
+
+    /// Draws 70,000 elements of every dtype by every kind (the bounds of uniform draws
+    /// included) on the device, and compares them with the host's bytes.
+    fn self_check(&self, s: &Stream) -> Result<(), String> {
+        const N: usize = 70_001;
+        let inits = [
+            Init::Randn {
+                mean: 0.25,
+                std: 3.0,
+            },
+            Init::Uniform {
+                low: -2.0,
+                high: 5.0,
+            },
+            Init::Uniform {
+                low: 1000.0,
+                high: 1001.0,
+            },
+            Init::Arange,
+            Init::Constant { value: 0.1 },
+        ];
+        for dtype in DType::ALL {
+            for init in &inits {
+                let seed = 0x5EED ^ u64::from(dtype_code(dtype));
+                let host = generate(dtype, N, init, &[N], seed).map_err(|e| e.to_string())?;
+                let r = recipe(dtype, init)
+                    .map_err(|e| e.to_string())?
+                    .ok_or("an init without a recipe")?;
+                let dev = (|| {
+                    let buf = DevBuf::alloc(host.bytes.len())?;
+                    self.fill(s, &buf, dtype, N, &r, seed)?;
+                    s.sync()?;
+                    buf.download()
+                })()
+                .map_err(|e| format!("drawing on the device failed: {e:?}"))?;
+                if let Some(i) = (0..N).find(|&i| {
+                    let w = dtype.size() as usize;
+                    dev[i * w..(i + 1) * w] != host.bytes[i * w..(i + 1) * w]
+                }) {
+                    return Err(format!(
+                        "its {dtype} {init:?} draw differs from the host's at element {i}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the device can draw a buffer of this init (an `npy` file is uploaded).
+pub fn drawable(init: &Init) -> bool {
+    !matches!(init, Init::Npy { .. })
+}
+
+/// Which kinds of draw exist (for tests).
+pub const KINDS: [Kind; 5] = [
+    Kind::Randn,
+    Kind::Uniform,
+    Kind::UniformInt,
+    Kind::Arange,
+    Kind::Constant,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line under the PTX's first that names the source it was compiled from.
+    fn source_line() -> String {
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(super::super::counter_rng::cuda_source().as_bytes());
+        let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+        format!("// source sha256 {hex}")
+    }
+
+    /// Compiles the device source with NVRTC as the embedded PTX is made: `--fmad=false`, the
+    /// lowest arch NVRTC 13 targets (the driver JIT-compiles up from it), ISA 8.0.
+    fn compile() -> Option<String> {
+        let nvrtc = match crate::compile::nvrtc::nvrtc() {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("skipping: no NVRTC ({e})");
+                return None;
+            }
+        };
+        let opts: Vec<String> = ["--gpu-architecture=sm_75", "--fmad=false", "--std=c++17"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let source = super::super::counter_rng::cuda_source();
+        let out = nvrtc
+            .compile("devgen.cu", &source, &opts)
+            .expect("nvrtc runs");
+        assert!(out.ok, "{}", out.log);
+        let mut ptx = format!(
+            "// Generated from src/run/devgen.cu.in (constants from src/run/counter_rng.rs) by \
+             `cargo test --lib run::devgen::tests::regenerate_ptx -- --ignored`; do not edit.\n{}\n",
+            source_line()
+        );
+        for line in out.ptx.lines().filter(|l| !l.starts_with("//")) {
+            ptx += if line.starts_with(".version ") {
+                ".version 8.0"
+            } else {
+                line
+            };
+            ptx.push('\n');
+        }
+        Some(ptx)
+    }
+
+    #[test]
+    fn the_embedded_ptx_is_compiled_from_the_current_source() {
+        assert!(PTX.contains(".entry kwb_gen("));
+        assert!(PTX.contains("\n.version 8.0\n") && PTX.contains("\n.target sm_75\n"));
+        // Contraction off: no fused multiply-add anywhere.
+        assert!(!PTX.contains("fma."), "the PTX has a fused multiply-add");
+        assert_eq!(
+            PTX.lines().nth(1),
+            Some(source_line().as_str()),
+            "devgen.ptx is stale: cargo test --lib run::devgen::tests::regenerate_ptx -- --ignored"
+        );
+        let Some(ptx) = compile() else { return };
+        let entry = |p: &str| p.lines().find(|l| l.contains(".entry")).map(String::from);
+        assert_eq!(entry(&ptx), entry(PTX));
+    }
+
+    #[test]
+    #[ignore = "writes src/run/devgen.ptx"]
+    fn regenerate_ptx() {
+        let ptx = compile().expect("NVRTC is needed to regenerate the PTX");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/run/devgen.ptx");
+        std::fs::write(path, ptx).expect("write the PTX");
+    }
+
+    #[test]
+    fn every_init_but_npy_has_a_recipe_the_device_can_draw() {
+        for init in [Init::DEFAULT, Init::Arange, Init::Constant { value: 1.0 }] {
+            assert!(drawable(&init));
+            let r = recipe(DType::F16, &init).unwrap().unwrap();
+            assert!(KINDS.contains(&r.kind));
+        }
+        let npy = Init::Npy {
+            path: "x.npy".into(),
+        };
+        assert!(!drawable(&npy) && recipe(DType::F32, &npy).unwrap().is_none());
+    }
+}
