@@ -105,7 +105,7 @@ impl Writer<'_> {
                     &d,
                     self.name(ptr),
                     self.name(m),
-                    &other_at(self, ""),
+                    other.map(|o| self.at(o, "")).as_deref(),
                 ),
                 None => format!("{d} = *{};", self.name(ptr)),
             };
@@ -126,7 +126,7 @@ impl Writer<'_> {
                     &d,
                     &self.at(ptr, "e"),
                     &self.at(m, "e"),
-                    &other_at(self, "e"),
+                    other.map(|o| self.at(o, "e")).as_deref(),
                 ),
                 None => format!("{d} = *{};", self.at(ptr, "e")),
             };
@@ -183,12 +183,22 @@ impl Writer<'_> {
     }
 
     /// `d = m ? *p : other` as one predicated load: a masked-off lane never touches memory, and
-    /// the code stays straight-line (no branch per element for ptxas to if-convert).
-    fn masked_scalar_load(&self, s: Scalar, d: &str, p: &str, m: &str, other: &str) -> String {
+    /// the code stays straight-line (no branch per element for ptxas to if-convert). Without
+    /// `other` the register starts as 0, the bits of every type's zero: written as a conversion
+    /// (`__float2half_rn(0.0f)` is an inline-asm `cvt` in `cuda_fp16.h`), each load would cost
+    /// NVRTC one more asm block to parse and ptxas one more instruction to fold.
+    fn masked_scalar_load(
+        &self,
+        s: Scalar,
+        d: &str,
+        p: &str,
+        m: &str,
+        other: Option<&str>,
+    ) -> String {
         let (load, _, ty) = scalar_access(s);
+        let init = other.map_or_else(|| "0".to_string(), |o| bits(s, o));
         format!(
-            "{{ {ty} r = {}; {load}(r, {p}, {m}); {d} = {}; }}",
-            bits(s, other),
+            "{{ {ty} r = {init}; {load}(r, {p}, {m}); {d} = {}; }}",
             from_bits(s, "r")
         )
     }
