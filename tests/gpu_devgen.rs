@@ -1,5 +1,6 @@
 //! On a GPU machine: inputs drawn on the device are the host's draws to the bit, for every
-//! dtype and init, at sizes that end mid-pair and mid-block; and how long a draw takes beside
+//! dtype and init, at sizes that end mid-pair and mid-block, and the device-side comparison
+//! finds an element written over; and how long a draw takes beside
 //! the upload it replaces (printed, not asserted). Skips, saying why, without a GPU.
 
 use kwb::run::devgen::DeviceGen;
@@ -57,6 +58,21 @@ fn device_draws_are_the_host_draws_bit_for_bit() {
                 let first =
                     (0..n).find(|&i| dev[i * w..(i + 1) * w] != host.bytes[i * w..(i + 1) * w]);
                 assert_eq!(first, None, "{dtype} {init:?} at n = {n}: first difference");
+                assert_eq!(
+                    gen.first_difference(&stream, &buf, dtype, n, &r, seed)
+                        .unwrap(),
+                    None
+                );
+                // The last element given the first one's bits: found on the device, exactly.
+                let mut harmed = dev.clone();
+                harmed.copy_within(0..w, (n - 1) * w);
+                if harmed != dev {
+                    buf.upload(&harmed).unwrap();
+                    let found = gen
+                        .first_difference(&stream, &buf, dtype, n, &r, seed)
+                        .unwrap();
+                    assert_eq!(found, Some(n as u64 - 1), "{dtype} {init:?} at n = {n}");
+                }
                 compared += n;
                 cases += 1;
             }

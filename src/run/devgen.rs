@@ -6,11 +6,15 @@
 //! binary as PTX (`devgen.ptx`, compiled from `devgen.cu.in` with the constants filled in and
 //! multiply-add contraction off) and the driver JIT-compiles it. Before the worker trusts it,
 //! [`DeviceGen::load`] draws every dtype and draw kind on the device and compares the bytes with
-//! the host's; on any difference the worker keeps uploading, and says why.
+//! the host's; on any difference the worker keeps uploading, and says why. After a checked run,
+//! [`DeviceGen::first_difference`] draws each input again beside what the device holds, so a
+//! kernel that wrote into an input is caught without downloading the inputs.
 
 use super::counter_rng::{key_of, Kind, Recipe};
+use super::data::buffer_seed;
 use super::device::{DevBuf, Module, Stream};
 use super::inputs::{generate, recipe};
+use super::protocol::{BufferSpec, RunJob};
 use crate::workspace::{DType, Init};
 use cudarc::driver::result::{self, DriverError as CuError};
 use cudarc::driver::sys;
@@ -23,7 +27,8 @@ const THREADS: u32 = 256;
 /// The draw kernel, loaded and checked against the host.
 pub struct DeviceGen {
     _module: Module,
-    func: sys::CUfunction,
+    gen: sys::CUfunction,
+    verify: sys::CUfunction,
     grid: u32,
 }
 
@@ -45,12 +50,16 @@ impl DeviceGen {
         let mut image = PTX.as_bytes().to_vec();
         image.push(0);
         let module = Module::load(&image).map_err(|e| format!("cannot load its PTX: {e:?}"))?;
-        let func = module
-            .function("kwb_gen")
-            .map_err(|e| format!("no kwb_gen in its PTX: {e:?}"))?;
+        let function = |name: &str| {
+            module
+                .function(name)
+                .map_err(|e| format!("no {name} in its PTX: {e:?}"))
+        };
+        let (gen, verify) = (function("kwb_gen")?, function("kwb_verify")?);
         let gen = DeviceGen {
             _module: module,
-            func,
+            gen,
+            verify,
             grid: sm_count.max(1).saturating_mul(8),
         };
         gen.self_check(s)?;
@@ -67,10 +76,44 @@ impl DeviceGen {
         r: &Recipe,
         seed: u64,
     ) -> Result<(), CuError> {
+        self.launch(self.gen, s, buf, dtype, elems, r, seed, None)
+    }
+
+    /// The first element of `buf` that no longer holds its draw (a kernel wrote over it), or
+    /// `None`; compared on the device, so an unharmed input is never downloaded.
+    pub fn first_difference(
+        &self,
+        s: &Stream,
+        buf: &DevBuf,
+        dtype: DType,
+        elems: usize,
+        r: &Recipe,
+        seed: u64,
+    ) -> Result<Option<u64>, CuError> {
+        let first = DevBuf::alloc(8)?;
+        first.upload(&u64::MAX.to_le_bytes())?;
+        self.launch(self.verify, s, buf, dtype, elems, r, seed, Some(first.ptr))?;
+        s.sync()?;
+        let got = u64::from_le_bytes(first.download()?.try_into().unwrap_or([0xff; 8]));
+        Ok((got != u64::MAX).then_some(got))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        func: sys::CUfunction,
+        s: &Stream,
+        buf: &DevBuf,
+        dtype: DType,
+        elems: usize,
+        r: &Recipe,
+        seed: u64,
+        first: Option<sys::CUdeviceptr>,
+    ) -> Result<(), CuError> {
         if elems == 0 {
             return Ok(());
         }
-        let (mut out, mut n, mut dt, mut kind, mut key) = (
+        let (mut ptr, mut n, mut dt, mut kind, mut key) = (
             buf.ptr,
             elems as u64,
             dtype_code(dtype),
@@ -78,8 +121,9 @@ impl DeviceGen {
             key_of(seed),
         );
         let (mut p0, mut p1, mut lo, mut hi) = (r.p0, r.p1, r.lo, r.hi);
+        let mut first = first.unwrap_or(0);
         let mut args: Vec<*mut c_void> = vec![
-            &mut out as *mut u64 as *mut c_void,
+            &mut ptr as *mut u64 as *mut c_void,
             &mut n as *mut u64 as *mut c_void,
             &mut dt as *mut u32 as *mut c_void,
             &mut kind as *mut u32 as *mut c_void,
@@ -89,18 +133,21 @@ impl DeviceGen {
             &mut lo as *mut f64 as *mut c_void,
             &mut hi as *mut f64 as *mut c_void,
         ];
+        if func == self.verify {
+            args.push(&mut first as *mut u64 as *mut c_void);
+        }
         let grid = (elems as u64)
             .div_ceil(u64::from(THREADS))
             .clamp(1, u64::from(self.grid)) as u32;
-        // SAFETY: the arguments match kwb_gen's parameters (a pointer to `elems` elements of
-        // `dtype`, u64, u32, u32, u64, four doubles) and point at live locals.
-        unsafe {
-            result::launch_kernel(self.func, (grid, 1, 1), (THREADS, 1, 1), 0, s.0, &mut args)
-        }
+        // SAFETY: the arguments match kwb_gen's (and kwb_verify's, with `first`, a pointer to
+        // a u64) parameters: a pointer to `elems` elements of `dtype`, u64, u32, u32, u64, four
+        // doubles; they point at live locals.
+        unsafe { result::launch_kernel(func, (grid, 1, 1), (THREADS, 1, 1), 0, s.0, &mut args) }
     }
 
-    /// Draws 70,000 elements of every dtype by every kind (the bounds of uniform draws
-    /// included) on the device, and compares them with the host's bytes.
+    /// Draws 70,001 elements of every dtype by every kind (the bounds of uniform draws
+    /// included) on the device, compares them with the host's bytes, and checks that the
+    /// device-side comparison finds no difference in them and finds one planted.
     fn self_check(&self, s: &Stream) -> Result<(), String> {
         const N: usize = 70_001;
         let inits = [
@@ -126,13 +173,29 @@ impl DeviceGen {
                 let r = recipe(dtype, init)
                     .map_err(|e| e.to_string())?
                     .ok_or("an init without a recipe")?;
-                let dev = (|| {
+                let (dev, unharmed, planted) = (|| {
                     let buf = DevBuf::alloc(host.bytes.len())?;
                     self.fill(s, &buf, dtype, N, &r, seed)?;
                     s.sync()?;
-                    buf.download()
+                    let dev = buf.download()?;
+                    let unharmed = self.first_difference(s, &buf, dtype, N, &r, seed)?;
+                    // An element overwritten with its neighbour's bits (never the same here:
+                    // the draws at 4999 and 5000 differ for every recipe but the constant).
+                    let w = dtype.size() as usize;
+                    let mut harmed = dev.clone();
+                    harmed.copy_within(4999 * w..5000 * w, 5000 * w);
+                    buf.upload(&harmed)?;
+                    let planted = self.first_difference(s, &buf, dtype, N, &r, seed)?;
+                    let changed = harmed != dev;
+                    Ok::<_, CuError>((dev, unharmed, changed.then_some(planted)))
                 })()
                 .map_err(|e| format!("drawing on the device failed: {e:?}"))?;
+                if unharmed.is_some() || planted.is_some_and(|p| p != Some(5000)) {
+                    return Err(format!(
+                        "its {dtype} {init:?} comparison is wrong: {unharmed:?} on the draw, \
+                         {planted:?} with element 5000 changed"
+                    ));
+                }
                 if let Some(i) = (0..N).find(|&i| {
                     let w = dtype.size() as usize;
                     dev[i * w..(i + 1) * w] != host.bytes[i * w..(i + 1) * w]
@@ -145,6 +208,46 @@ impl DeviceGen {
         }
         Ok(())
     }
+}
+
+/// Gives input `b` its starting bytes: drawn on the GPU when `gen` can draw them (the very
+/// bits `bytes` holds), else uploaded.
+pub fn start_input(
+    gen: Option<&DeviceGen>,
+    s: &Stream,
+    job: &RunJob,
+    b: &BufferSpec,
+    buf: &DevBuf,
+    bytes: &[u8],
+) -> Result<(), CuError> {
+    let elems: usize = b.shape.iter().product();
+    match drawer(gen, b) {
+        Some((gen, r)) => gen.fill(s, buf, b.dtype, elems, &r, buffer_seed(job, b)),
+        None => buf.upload(bytes),
+    }
+}
+
+/// Whether input `b` was drawn on the device and still holds its draw, every element (false
+/// when it was uploaded, or when a kernel wrote over it).
+pub fn unharmed_draw(
+    gen: Option<&DeviceGen>,
+    s: &Stream,
+    job: &RunJob,
+    b: &BufferSpec,
+    buf: &DevBuf,
+) -> Result<bool, CuError> {
+    let elems: usize = b.shape.iter().product();
+    match drawer(gen, b) {
+        Some((gen, r)) => Ok(gen
+            .first_difference(s, buf, b.dtype, elems, &r, buffer_seed(job, b))?
+            .is_none()),
+        None => Ok(false),
+    }
+}
+
+/// The generator and the recipe for buffer `b`, when the worker draws it on the GPU.
+fn drawer<'a>(gen: Option<&'a DeviceGen>, b: &BufferSpec) -> Option<(&'a DeviceGen, Recipe)> {
+    Some((gen?, recipe(b.dtype, &b.init).ok().flatten()?))
 }
 
 /// Whether the device can draw a buffer of this init (an `npy` file is uploaded).

@@ -6,8 +6,8 @@ use super::bench::{benchmark, Timing};
 use super::canary::Where;
 use super::check::check;
 use super::data::{
-    buffer_seed, data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks,
-    tolerance, DataCache,
+    data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks, tolerance,
+    DataCache,
 };
 use super::device::{error_name, is_sticky, DevBuf, Stream};
 use super::inputs::{decode, poison};
@@ -103,7 +103,7 @@ pub fn run_job(
         let elems: usize = b.shape.iter().product();
         let buf = redzone::alloc(job, elems * b.dtype.size() as usize)?;
         if let Some((bytes, _)) = data.inputs.get(&b.name) {
-            start_input(wb, job, b, &buf, bytes)?;
+            super::devgen::start_input(wb.devgen.as_ref(), &wb.stream, job, b, &buf, bytes)?;
         }
         device.insert(b.name.clone(), buf);
     }
@@ -136,7 +136,17 @@ pub fn run_job(
             })
             .map(|(k, (bytes, _))| (k.clone(), bytes.as_slice()))
             .collect();
-        let damage = redzone::inspect(&job.buffers, &device, &uploaded)?;
+        // Inputs drawn on the device are compared there; only a harmed one is downloaded.
+        let mut suspect = uploaded.clone();
+        for b in &job.buffers {
+            let gen = wb.devgen.as_ref();
+            if suspect.contains_key(&b.name)
+                && super::devgen::unharmed_draw(gen, &wb.stream, job, b, &device[&b.name])?
+            {
+                suspect.remove(&b.name);
+            }
+        }
+        let damage = redzone::inspect(&job.buffers, &device, &suspect)?;
         if damage.iter().any(|d| d.side == Where::Input) {
             // A reference version must not run on inputs this version overwrote.
             for (name, bytes) in &uploaded {
@@ -271,26 +281,6 @@ pub fn l2_resident(working_set: u64, l2_bytes: u64) -> bool {
 fn note_fallback(why: &str) {
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| eprintln!("kwb worker: timing with CUDA events: {why}"));
-}
-
-/// Gives input `b` its starting bytes: drawn on the GPU when the worker can draw them (the
-/// very bits `bytes` holds, see [`super::devgen`]), else uploaded.
-fn start_input(
-    wb: &Workbench,
-    job: &RunJob,
-    b: &BufferSpec,
-    buf: &DevBuf,
-    bytes: &[u8],
-) -> Result<(), CuError> {
-    let elems: usize = b.shape.iter().product();
-    let drawn = wb
-        .devgen
-        .as_ref()
-        .zip(super::inputs::recipe(b.dtype, &b.init).ok().flatten());
-    match drawn {
-        Some((gen, r)) => gen.fill(&wb.stream, buf, b.dtype, elems, &r, buffer_seed(job, b)),
-        None => buf.upload(bytes),
-    }
 }
 
 /// Waits for every upload. `cuMemcpyHtoD` from pageable memory may return before its DMA
