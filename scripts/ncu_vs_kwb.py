@@ -4,7 +4,8 @@
 On a GPU machine, one command:
     python3 scripts/ncu_vs_kwb.py [--kwb target/release/kwb] [--sizes 64Ki,1Mi,16Mi,256Mi]
 
-It runs, at each size (64Ki is added to a temporary copy of the workspace; the shipped file is
+It runs, at each size (64Ki, and `one`: a single element, are added to a temporary copy of the
+workspace, which `--sizes one,...` can ask for; the shipped file is
 not touched):
   * `kwb batch --format json` with CUPTI timing (the default),
   * the same with `KWB_TIMER=cupti-concurrent` (CUPTI's concurrent-kernel records, which CUPTI
@@ -35,7 +36,10 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKSPACE = os.path.join(REPO, "workspaces", "elementwise-add.yaml")
-EXTRA_SIZE = "  - {name: 64Ki, N: 64Ki}   # added by scripts/ncu_vs_kwb.py\n"
+EXTRA_SIZE = (
+    "  - {name: 64Ki, N: 64Ki}   # added by scripts/ncu_vs_kwb.py\n"
+    "  - {name: one, N: 1}       # added by scripts/ncu_vs_kwb.py: one element, each clock's floor\n"
+)
 TOLERANCE_PCT = 3.0
 TOLERANCE_US = 0.2
 
@@ -59,7 +63,7 @@ def find_kwb(given):
 
 
 def temp_workspace():
-    """A copy of the workspace next to it (its kernel paths are relative) with a 64Ki size."""
+    """A copy of the workspace next to it (its kernel paths are relative) with the extra sizes."""
     with open(WORKSPACE) as f:
         text = f.read()
     if "name: 64Ki" not in text:
