@@ -59,6 +59,15 @@ pub fn nvrtc() -> Result<&'static Nvrtc, NvrtcError> {
         .map_err(Clone::clone)
 }
 
+/// For unit tests that compile kwb's own device code: NVRTC, or `None` after saying why the
+/// test skips.
+#[cfg(test)]
+pub(crate) fn nvrtc_or_skip() -> Option<&'static Nvrtc> {
+    nvrtc()
+        .map_err(|e| eprintln!("skipping: no NVRTC ({e})"))
+        .ok()
+}
+
 fn load(paths: CudaPaths) -> Result<Nvrtc, NvrtcError> {
     let dir = paths.nvrtc_lib.parent().unwrap_or(Path::new("."));
     // NVRTC opens libnvrtc-builtins by name at compile time; loading it first by path makes

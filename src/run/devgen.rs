@@ -24,6 +24,27 @@ use std::ffi::c_void;
 pub const PTX: &str = include_str!("devgen.ptx");
 const THREADS: u32 = 256;
 
+/// What one buffer holds: `elems` elements of `dtype`, drawn by `recipe` from `seed`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Draw {
+    pub dtype: DType,
+    pub elems: usize,
+    pub recipe: Recipe,
+    pub seed: u64,
+}
+
+impl Draw {
+    /// The draw of buffer `b` of `job`, when its init is drawn (not read from a file).
+    pub fn of(job: &RunJob, b: &BufferSpec) -> Option<Draw> {
+        Some(Draw {
+            dtype: b.dtype,
+            elems: b.shape.iter().product(),
+            recipe: recipe(b.dtype, &b.init).ok().flatten()?,
+            seed: buffer_seed(job, b),
+        })
+    }
+}
+
 /// The draw kernel, loaded and checked against the host.
 pub struct DeviceGen {
     _module: Module,
@@ -66,59 +87,45 @@ impl DeviceGen {
         Ok(gen)
     }
 
-    /// Enqueues the draw of `buf`'s `elems` elements of `dtype` from `seed`, by `r`.
-    pub fn fill(
-        &self,
-        s: &Stream,
-        buf: &DevBuf,
-        dtype: DType,
-        elems: usize,
-        r: &Recipe,
-        seed: u64,
-    ) -> Result<(), CuError> {
-        self.launch(self.gen, s, buf, dtype, elems, r, seed, None)
+    /// Enqueues `draw` into `buf`.
+    pub fn fill(&self, s: &Stream, buf: &DevBuf, draw: &Draw) -> Result<(), CuError> {
+        self.launch(self.gen, s, buf, draw, None)
     }
 
-    /// The first element of `buf` that no longer holds its draw (a kernel wrote over it), or
+    /// The first element of `buf` that no longer holds its `draw` (a kernel wrote over it), or
     /// `None`; compared on the device, so an unharmed input is never downloaded.
     pub fn first_difference(
         &self,
         s: &Stream,
         buf: &DevBuf,
-        dtype: DType,
-        elems: usize,
-        r: &Recipe,
-        seed: u64,
+        draw: &Draw,
     ) -> Result<Option<u64>, CuError> {
         let first = DevBuf::alloc(8)?;
         first.upload(&u64::MAX.to_le_bytes())?;
-        self.launch(self.verify, s, buf, dtype, elems, r, seed, Some(first.ptr))?;
+        self.launch(self.verify, s, buf, draw, Some(first.ptr))?;
         s.sync()?;
         let got = u64::from_le_bytes(first.download()?.try_into().unwrap_or([0xff; 8]));
         Ok((got != u64::MAX).then_some(got))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         func: sys::CUfunction,
         s: &Stream,
         buf: &DevBuf,
-        dtype: DType,
-        elems: usize,
-        r: &Recipe,
-        seed: u64,
+        draw: &Draw,
         first: Option<sys::CUdeviceptr>,
     ) -> Result<(), CuError> {
-        if elems == 0 {
+        if draw.elems == 0 {
             return Ok(());
         }
+        let r = &draw.recipe;
         let (mut ptr, mut n, mut dt, mut kind, mut key) = (
             buf.ptr,
-            elems as u64,
-            dtype_code(dtype),
+            draw.elems as u64,
+            dtype_code(draw.dtype),
             r.kind as u32,
-            key_of(seed),
+            key_of(draw.seed),
         );
         let (mut p0, mut p1, mut lo, mut hi) = (r.p0, r.p1, r.lo, r.hi);
         let mut first = first.unwrap_or(0);
@@ -136,7 +143,7 @@ impl DeviceGen {
         if func == self.verify {
             args.push(&mut first as *mut u64 as *mut c_void);
         }
-        let grid = (elems as u64)
+        let grid = (draw.elems as u64)
             .div_ceil(u64::from(THREADS))
             .clamp(1, u64::from(self.grid)) as u32;
         // SAFETY: the arguments match kwb_gen's (and kwb_verify's, with `first`, a pointer to
@@ -170,22 +177,27 @@ impl DeviceGen {
             for init in &inits {
                 let seed = 0x5EED ^ u64::from(dtype_code(dtype));
                 let host = generate(dtype, N, init, &[N], seed).map_err(|e| e.to_string())?;
-                let r = recipe(dtype, init)
-                    .map_err(|e| e.to_string())?
-                    .ok_or("an init without a recipe")?;
+                let draw = Draw {
+                    dtype,
+                    elems: N,
+                    recipe: recipe(dtype, init)
+                        .map_err(|e| e.to_string())?
+                        .ok_or("an init without a recipe")?,
+                    seed,
+                };
                 let (dev, unharmed, planted) = (|| {
                     let buf = DevBuf::alloc(host.bytes.len())?;
-                    self.fill(s, &buf, dtype, N, &r, seed)?;
+                    self.fill(s, &buf, &draw)?;
                     s.sync()?;
                     let dev = buf.download()?;
-                    let unharmed = self.first_difference(s, &buf, dtype, N, &r, seed)?;
+                    let unharmed = self.first_difference(s, &buf, &draw)?;
                     // An element overwritten with its neighbour's bits (never the same here:
                     // the draws at 4999 and 5000 differ for every recipe but the constant).
                     let w = dtype.size() as usize;
                     let mut harmed = dev.clone();
                     harmed.copy_within(4999 * w..5000 * w, 5000 * w);
                     buf.upload(&harmed)?;
-                    let planted = self.first_difference(s, &buf, dtype, N, &r, seed)?;
+                    let planted = self.first_difference(s, &buf, &draw)?;
                     let changed = harmed != dev;
                     Ok::<_, CuError>((dev, unharmed, changed.then_some(planted)))
                 })()
@@ -220,9 +232,8 @@ pub fn start_input(
     buf: &DevBuf,
     bytes: &[u8],
 ) -> Result<(), CuError> {
-    let elems: usize = b.shape.iter().product();
-    match drawer(gen, b) {
-        Some((gen, r)) => gen.fill(s, buf, b.dtype, elems, &r, buffer_seed(job, b)),
+    match gen.zip(Draw::of(job, b)) {
+        Some((gen, draw)) => gen.fill(s, buf, &draw),
         None => buf.upload(bytes),
     }
 }
@@ -236,18 +247,10 @@ pub fn unharmed_draw(
     b: &BufferSpec,
     buf: &DevBuf,
 ) -> Result<bool, CuError> {
-    let elems: usize = b.shape.iter().product();
-    match drawer(gen, b) {
-        Some((gen, r)) => Ok(gen
-            .first_difference(s, buf, b.dtype, elems, &r, buffer_seed(job, b))?
-            .is_none()),
+    match gen.zip(Draw::of(job, b)) {
+        Some((gen, draw)) => Ok(gen.first_difference(s, buf, &draw)?.is_none()),
         None => Ok(false),
     }
-}
-
-/// The generator and the recipe for buffer `b`, when the worker draws it on the GPU.
-fn drawer<'a>(gen: Option<&'a DeviceGen>, b: &BufferSpec) -> Option<(&'a DeviceGen, Recipe)> {
-    Some((gen?, recipe(b.dtype, &b.init).ok().flatten()?))
 }
 
 /// Whether the device can draw a buffer of this init (an `npy` file is uploaded).
@@ -279,13 +282,7 @@ mod tests {
     /// Compiles the device source with NVRTC as the embedded PTX is made: `--fmad=false`, the
     /// lowest arch NVRTC 13 targets (the driver JIT-compiles up from it), ISA 8.0.
     fn compile() -> Option<String> {
-        let nvrtc = match crate::compile::nvrtc::nvrtc() {
-            Ok(n) => n,
-            Err(e) => {
-                eprintln!("skipping: no NVRTC ({e})");
-                return None;
-            }
-        };
+        let nvrtc = crate::compile::nvrtc::nvrtc_or_skip()?;
         let opts: Vec<String> = ["--gpu-architecture=sm_75", "--fmad=false", "--std=c++17"]
             .iter()
             .map(|s| s.to_string())

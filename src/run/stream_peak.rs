@@ -218,13 +218,7 @@ mod tests {
     /// Compiles `stream_peak.cu` with NVRTC: the source must stay compilable, and this is how
     /// the PTX is regenerated (`-- --ignored regenerate_ptx` writes it).
     fn compile() -> Option<String> {
-        let nvrtc = match crate::compile::nvrtc::nvrtc() {
-            Ok(n) => n,
-            Err(e) => {
-                eprintln!("skipping: no NVRTC ({e})");
-                return None;
-            }
-        };
+        let nvrtc = crate::compile::nvrtc::nvrtc_or_skip()?;
         // The lowest arch NVRTC 13 targets: the driver JIT-compiles up from it.
         let opts: Vec<String> = (nvrtc
             .base_options(crate::compile::Arch::DEFAULT)
