@@ -17,7 +17,8 @@ is reported (Triton's tutorial picks num_warps by block size; here both get thei
 
 Softmax is also timed in one harness: kwb writes its CUBINs (`kwb inspect --cubin-dir`), CuPy
 loads them, and this script times kwb's kernel exactly as it times Triton's (same flush, same
-events, same profiler), so the two figures differ only by the kernels.
+events, same profiler), so the two figures differ only by the kernels. That covers the tile
+v5 and the hand-written CUDA v7 (`--cuda-softmax-only`: v7 against Triton alone).
 
 Usage (on a GPU machine with torch and triton, from the repository root):
   python3 scripts/tile_vs_triton.py [--kwb .gpu-bundle/bin/kwb] [--json out.json]
@@ -160,9 +161,10 @@ def kwb_cubins(kwb, workspace_path):
     return found
 
 
-def kwb_softmax_same_harness(cubin, m, n, warps):
+def kwb_softmax_same_harness(cubin, m, n, warps, grid=None, block=None):
     """kwb's compiled softmax (its CUBIN, loaded by CuPy) timed by this script's own harness:
-    (events median, profiler kernel median), both in us."""
+    (events median, profiler kernel median), both in us. A tile kernel launches one program of
+    `warps` warps per row; a CUDA one gives its own `grid` and `block`."""
     import cupy
     import numpy
     path, entry, dyn = cubin
@@ -171,7 +173,8 @@ def kwb_softmax_same_harness(cubin, m, n, warps):
     y = torch.empty_like(x)
     xc, yc = cupy.asarray(x), cupy.asarray(y)
     args = (xc, yc, numpy.int32(m), numpy.int32(n))
-    launch = lambda: kernel((m,), (32 * warps,), args, shared_mem=dyn)
+    grid, block = grid or m, block or 32 * warps
+    launch = lambda: kernel((grid,), (block,), args, shared_mem=dyn)
     launch()
     torch.cuda.synchronize()
     torch.testing.assert_close(y, torch.softmax(x, dim=-1))
@@ -225,19 +228,39 @@ def main():
     ap.add_argument("--kwb", default=os.path.join(REPO, ".gpu-bundle", "bin", "kwb"))
     ap.add_argument("--warps", default="4,8,16,32")
     ap.add_argument("--json")
+    ap.add_argument("--cuda-softmax-only", action="store_true",
+                    help="only softmax v7 (CUDA) against Triton, in one harness")
     a = ap.parse_args()
     warps = [int(w) for w in a.warps.split(",")]
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}; triton {triton.__version__}; torch {torch.__version__}")
     rows = []
     v5 = os.path.join(REPO, "kernels", "softmax", "v5.tile")
-    sweep_ws = softmax_sweep_workspace(warps)
-    sweep = kwb_batch(a.kwb, sweep_ws)
-    sweep_cupti = kwb_batch(a.kwb, sweep_ws, timer="cupti")
-    cubins = kwb_cubins(a.kwb, sweep_ws)
+    if not a.cuda_softmax_only:
+        sweep_ws = softmax_sweep_workspace(warps)
+        sweep = kwb_batch(a.kwb, sweep_ws)
+        sweep_cupti = kwb_batch(a.kwb, sweep_ws, timer="cupti")
+        cubins = kwb_cubins(a.kwb, sweep_ws)
+    cuda_cubins = kwb_cubins(a.kwb, os.path.join(REPO, "workspaces", "softmax.yaml"))
     for m, n in SOFTMAX_SIZES:
         size = f"{m}x{n}"
         t_us, t_w, t_kernel, t_kernel_w = triton_softmax(v5, "softmax_row", m, n, warps, lambda x, y, m, n: (x, y, m, n))
+        # softmax v7, the hand-written CUDA, launched as workspaces/softmax.yaml launches it
+        # (and, for rows of up to 1024, also four one-warp rows per block), timed by the
+        # harness that timed Triton's kernel.
+        c = -(-n // 1024)
+        launches = [("v7", m, 32 * min(32, c))]
+        if c == 1:
+            launches.append(("v7, four rows per block", -(-m // 4), 128))
+        for label, grid, block in launches:
+            ev, k = kwb_softmax_same_harness(cuda_cubins[("v7", size)], m, n, 0, grid, block)
+            rows.append(dict(kernel=f"softmax {label}", size=size, events_us=ev, kernel_us=k, grid=grid,
+                             block=block, triton_us=t_us, triton_kernel_us=t_kernel))
+            print(f"softmax {size:>11} {label:>22} (grid {grid}, block {block}): events {ev:8.2f} us "
+                  f"(Triton {t_us:8.2f}, ratio {ev / t_us:.3f}) | kernel {k:8.2f} us "
+                  f"(Triton {t_kernel:8.2f}, ratio {k / t_kernel:.3f})", flush=True)
+        if a.cuda_softmax_only:
+            continue
         ok = [(median_us(sweep[(f"w{w}", size)]), w) for w in warps if sweep[(f"w{w}", size)]["status"] == "ok"]
         for w in warps:
             r = sweep[(f"w{w}", size)]
@@ -267,7 +290,8 @@ def main():
                   f"kwb {s_ev:8.2f} us (num_warps={s_ev_w}) | kwb/Triton time {s_ev / t_us:.3f}")
             print(f"softmax {size:>11} one harness, kernel: Triton {t_kernel:8.2f} us (num_warps={t_kernel_w}) | "
                   f"kwb {s_k:8.2f} us (num_warps={s_k_w}) | kwb/Triton time {s_k / t_kernel:.3f}")
-    for ws, tile, cuda, sizes in [("elementwise-add.yaml", "v8", "v7", ["16Mi", "256Mi"]),
+    for ws, tile, cuda, sizes in [] if a.cuda_softmax_only else [
+                                  ("elementwise-add.yaml", "v8", "v7", ["16Mi", "256Mi"]),
                                   ("gelu.yaml", "v4", "v3", ["16Mi", "64Mi"])]:
         res = kwb_batch(a.kwb, os.path.join(REPO, "workspaces", ws), [cuda, tile], sizes)
         for s in sizes:
