@@ -18,18 +18,13 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(__half* a_ptr_0, __
     int pid_4;
     int t5;
     int t6;
-    int t7[32];
     int t8[32];
     int offs_9[32];
-    int t10[32];
     bool mask_11[32];
-    __half* t12[32];
     __half* t13[32];
     __half a_14[32];
-    __half* t15[32];
     __half* t16[32];
     __half b_17[32];
-    __half* t18[32];
     __half* t19[32];
     __half t20[32];
 #line 12 "kernels/elementwise-add/v8.tile"
@@ -40,25 +35,16 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(__half* a_ptr_0, __
     t6 = (int)(pid_4 * t5);
 #line 12 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) t7[e] = t6;
-#line 12 "kernels/elementwise-add/v8.tile"
-    #pragma unroll
     for (int e = 0; e < 32; ++e) t8[e] = ((e / 8) * 128 + kwb_tid) * 8 + e % 8;
 #line 12 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) offs_9[e] = (int)(t7[e] + t8[e]);
+    for (int e = 0; e < 32; ++e) offs_9[e] = (int)(t6 + t8[e]);
 #line 12 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) t10[e] = n_3;
-#line 12 "kernels/elementwise-add/v8.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) mask_11[e] = (offs_9[e] < t10[e]);
+    for (int e = 0; e < 32; ++e) mask_11[e] = (offs_9[e] < n_3);
 #line 15 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) t12[e] = a_ptr_0;
-#line 15 "kernels/elementwise-add/v8.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) t13[e] = t12[e] + offs_9[e];
+    for (int e = 0; e < 32; ++e) t13[e] = a_ptr_0 + offs_9[e];
 #line 15 "kernels/elementwise-add/v8.tile"
     // 8 x float16 per access (16-byte vectors)
     #pragma unroll
@@ -76,10 +62,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(__half* a_ptr_0, __
     }
 #line 16 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) t15[e] = b_ptr_1;
-#line 16 "kernels/elementwise-add/v8.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) t16[e] = t15[e] + offs_9[e];
+    for (int e = 0; e < 32; ++e) t16[e] = b_ptr_1 + offs_9[e];
 #line 16 "kernels/elementwise-add/v8.tile"
     // 8 x float16 per access (16-byte vectors)
     #pragma unroll
@@ -97,10 +80,7 @@ extern "C" __global__ void __launch_bounds__(128) add_kernel(__half* a_ptr_0, __
     }
 #line 17 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) t18[e] = c_ptr_2;
-#line 17 "kernels/elementwise-add/v8.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) t19[e] = t18[e] + offs_9[e];
+    for (int e = 0; e < 32; ++e) t19[e] = c_ptr_2 + offs_9[e];
 #line 17 "kernels/elementwise-add/v8.tile"
     #pragma unroll
     for (int e = 0; e < 32; e += 2) {

@@ -39,35 +39,28 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     int t7;
     int t8;
     int t9[1];
-    int t10[1];
     int rm_11[1];
     int t12;
     int t13;
     int t14;
     int t15[1];
-    int t16[1];
     int rn_17[1];
     int rk_18[1];
     int t19[1];
-    int t20[1];
     int t21[1];
-    __half* t22[1];
     __half* t23[1];
     int t24[1];
     int t25[4];
     __half* t26[4];
     __half* a_ptrs_27[4];
     int t28[1];
-    int t29[1];
     int t30[1];
-    __half* t31[1];
     __half* t32[1];
     int t33[1];
     int t34[4];
     __half* t35[4];
     __half* b_ptrs_36[4];
     float t37;
-    float acc_38[8];
     int t39;
     int t40;
     int t41;
@@ -81,13 +74,11 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     __half* b_ptrs_49[4];
     int k_50;
     int t51[1];
-    int t52[1];
     bool t53[1];
     int t54[1];
     int t55;
     int t56;
     int t57;
-    int t58[1];
     bool t59[1];
     bool t60[4];
     bool t61[4];
@@ -97,10 +88,8 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     int t66;
     int t67;
     int t68;
-    int t69[1];
     bool t70[1];
     int t71[1];
-    int t72[1];
     bool t73[1];
     bool t74[4];
     bool t75[4];
@@ -108,24 +97,18 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     __half t77;
     float acc_79[8];
     int t80;
-    int t81[4];
     int t83;
     int t84;
-    int t85[4];
     int t87[1];
-    int t88[1];
     int t89[1];
-    float* t90[1];
     float* t91[1];
     int t92[1];
     int t93[8];
     float* t94[8];
     float* c_ptrs_95[8];
     int t96[1];
-    int t97[1];
     bool t98[1];
     int t99[1];
-    int t100[1];
     bool t101[1];
     bool t102[8];
     bool t103[8];
@@ -141,10 +124,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t9[e] = (kwb_tid) % 32;
 #line 8 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t10[e] = t8;
-#line 8 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) rm_11[e] = (int)(t10[e] + t9[e]);
+    for (int e = 0; e < 1; ++e) rm_11[e] = (int)(t8 + t9[e]);
 #line 9 "tests/tile/dot_cases.tile"
     t12 = (int)blockIdx.y;
 #line 9 "tests/tile/dot_cases.tile"
@@ -156,10 +136,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t15[e] = (kwb_tid) % 32;
 #line 9 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t16[e] = t14;
-#line 9 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) rn_17[e] = (int)(t16[e] + t15[e]);
+    for (int e = 0; e < 1; ++e) rn_17[e] = (int)(t14 + t15[e]);
 #line 10 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) rk_18[e] = (kwb_tid) % 16;
@@ -168,16 +145,10 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t19[e] = rm_11[e];
 #line 11 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t20[e] = K_5;
+    for (int e = 0; e < 1; ++e) t21[e] = (int)(t19[e] * K_5);
 #line 11 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t21[e] = (int)(t19[e] * t20[e]);
-#line 11 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t22[e] = a_ptr_0;
-#line 11 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t23[e] = t22[e] + t21[e];
+    for (int e = 0; e < 1; ++e) t23[e] = a_ptr_0 + t21[e];
 #line 11 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t24[e] = rk_18[e];
@@ -203,16 +174,10 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t28[e] = rk_18[e];
 #line 12 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t29[e] = N_4;
+    for (int e = 0; e < 1; ++e) t30[e] = (int)(t28[e] * N_4);
 #line 12 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t30[e] = (int)(t28[e] * t29[e]);
-#line 12 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t31[e] = b_ptr_1;
-#line 12 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t32[e] = t31[e] + t30[e];
+    for (int e = 0; e < 1; ++e) t32[e] = b_ptr_1 + t30[e];
 #line 12 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t33[e] = rn_17[e];
@@ -235,9 +200,6 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 4; ++e) b_ptrs_36[e] = t35[e] + t34[e];
 #line 16 "tests/tile/dot_cases.tile"
     t37 = 0.0f;
-#line 16 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 8; ++e) acc_38[e] = t37;
 #line 17 "tests/tile/dot_cases.tile"
     t39 = 16;
 #line 17 "tests/tile/dot_cases.tile"
@@ -259,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 4; ++e) a_ptrs_47[e] = a_ptrs_27[e];
 #line 17 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) acc_48[e] = acc_38[e];
+    for (int e = 0; e < 8; ++e) acc_48[e] = t37;
 #line 17 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 4; ++e) b_ptrs_49[e] = b_ptrs_36[e];
@@ -284,10 +246,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     for (int e = 0; e < 1; ++e) t51[e] = rm_11[e];
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t52[e] = M_3;
-#line 18 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < t52[e]);
+                    for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < M_3);
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t54[e] = rk_18[e];
@@ -299,10 +258,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     t57 = (int)(K_5 - t56);
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t58[e] = t57;
-#line 18 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t58[e]);
+                    for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t57);
 #line 18 "tests/tile/dot_cases.tile"
                     // recomputed in this layout
                     #pragma unroll
@@ -344,19 +300,13 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     t68 = (int)(K_5 - t67);
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t69[e] = t68;
-#line 19 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t69[e]);
+                    for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t68);
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t71[e] = rn_17[e];
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t72[e] = N_4;
-#line 19 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < t72[e]);
+                    for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < N_4);
 #line 19 "tests/tile/dot_cases.tile"
                     // recomputed in this layout
                     #pragma unroll
@@ -389,16 +339,10 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     }
 #line 28 "tests/tile/dot_cases.tile"
                     t80 = 16;
-#line 28 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) t81[e] = t80;
 #line 29 "tests/tile/dot_cases.tile"
                     t83 = 16;
 #line 29 "tests/tile/dot_cases.tile"
                     t84 = (int)(t83 * N_4);
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) t85[e] = t84;
                     kwb_po_a_ptrs_47 += (long long)t80;
                     kwb_po_b_ptrs_49 += (long long)t84;
                 }
@@ -418,10 +362,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     for (int e = 0; e < 1; ++e) t51[e] = rm_11[e];
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t52[e] = M_3;
-#line 18 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < t52[e]);
+                    for (int e = 0; e < 1; ++e) t53[e] = (t51[e] < M_3);
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t54[e] = rk_18[e];
@@ -433,10 +374,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     t57 = (int)(K_5 - t56);
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t58[e] = t57;
-#line 18 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t58[e]);
+                    for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t57);
 #line 18 "tests/tile/dot_cases.tile"
                     // recomputed in this layout
                     #pragma unroll
@@ -478,19 +416,13 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     t68 = (int)(K_5 - t67);
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t69[e] = t68;
-#line 19 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t69[e]);
+                    for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t68);
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t71[e] = rn_17[e];
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t72[e] = N_4;
-#line 19 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < t72[e]);
+                    for (int e = 0; e < 1; ++e) t73[e] = (t71[e] < N_4);
 #line 19 "tests/tile/dot_cases.tile"
                     // recomputed in this layout
                     #pragma unroll
@@ -523,16 +455,10 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     }
 #line 28 "tests/tile/dot_cases.tile"
                     t80 = 16;
-#line 28 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) t81[e] = t80;
 #line 29 "tests/tile/dot_cases.tile"
                     t83 = 16;
 #line 29 "tests/tile/dot_cases.tile"
                     t84 = (int)(t83 * N_4);
-#line 29 "tests/tile/dot_cases.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 4; ++e) t85[e] = t84;
                     kwb_po_a_ptrs_47 += (long long)t80;
                     kwb_po_b_ptrs_49 += (long long)t84;
                 }
@@ -581,16 +507,10 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t87[e] = rm_11[e];
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t88[e] = N_4;
+    for (int e = 0; e < 1; ++e) t89[e] = (int)(t87[e] * N_4);
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t89[e] = (int)(t87[e] * t88[e]);
-#line 32 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t90[e] = c_ptr_2;
-#line 32 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t91[e] = t90[e] + t89[e];
+    for (int e = 0; e < 1; ++e) t91[e] = c_ptr_2 + t89[e];
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t92[e] = rn_17[e];
@@ -618,19 +538,13 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t96[e] = rm_11[e];
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t97[e] = M_3;
-#line 33 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t98[e] = (t96[e] < t97[e]);
+    for (int e = 0; e < 1; ++e) t98[e] = (t96[e] < M_3);
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t99[e] = rn_17[e];
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t100[e] = N_4;
-#line 33 "tests/tile/dot_cases.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t101[e] = (t99[e] < t100[e]);
+    for (int e = 0; e < 1; ++e) t101[e] = (t99[e] < N_4);
 #line 33 "tests/tile/dot_cases.tile"
     // recomputed in this layout
     #pragma unroll

@@ -17,33 +17,25 @@ extern "C" __global__ void __launch_bounds__(128) gelu_kernel(float* x_ptr_0, fl
     int pid_3;
     int t4;
     int t5;
-    int t6[16];
     int t7[16];
     int offs_8[16];
-    int t9[16];
     bool mask_10[16];
-    float* t11[16];
     float* t12[16];
     float t13;
     float x_14[16];
     float t15;
-    float t16[16];
     float t17[16];
     float t18[16];
     float t19[16];
     float t20[16];
     float t21;
-    float t22[16];
     float inner_23[16];
     float t24;
-    float t25[16];
     float t26[16];
     float t27[16];
     float t28;
-    float t29[16];
     float t30[16];
     float y_31[16];
-    float* t32[16];
     float* t33[16];
 #line 9 "kernels/gelu/v4.tile"
     pid_3 = (int)blockIdx.x;
@@ -53,25 +45,16 @@ extern "C" __global__ void __launch_bounds__(128) gelu_kernel(float* x_ptr_0, fl
     t5 = (int)(pid_3 * t4);
 #line 9 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t6[e] = t5;
-#line 9 "kernels/gelu/v4.tile"
-    #pragma unroll
     for (int e = 0; e < 16; ++e) t7[e] = ((e / 4) * 128 + kwb_tid) * 4 + e % 4;
 #line 9 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) offs_8[e] = (int)(t6[e] + t7[e]);
+    for (int e = 0; e < 16; ++e) offs_8[e] = (int)(t5 + t7[e]);
 #line 9 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t9[e] = n_2;
-#line 9 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) mask_10[e] = (offs_8[e] < t9[e]);
+    for (int e = 0; e < 16; ++e) mask_10[e] = (offs_8[e] < n_2);
 #line 12 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t11[e] = x_ptr_0;
-#line 12 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t12[e] = t11[e] + offs_8[e];
+    for (int e = 0; e < 16; ++e) t12[e] = x_ptr_0 + offs_8[e];
 #line 12 "kernels/gelu/v4.tile"
     t13 = 0.0f;
 #line 12 "kernels/gelu/v4.tile"
@@ -89,10 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) gelu_kernel(float* x_ptr_0, fl
     t15 = 0.044715f;
 #line 13 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t16[e] = t15;
-#line 13 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t17[e] = (t16[e] * x_14[e]);
+    for (int e = 0; e < 16; ++e) t17[e] = (t15 * x_14[e]);
 #line 13 "kernels/gelu/v4.tile"
     #pragma unroll
     for (int e = 0; e < 16; ++e) t18[e] = (t17[e] * x_14[e]);
@@ -106,18 +86,12 @@ extern "C" __global__ void __launch_bounds__(128) gelu_kernel(float* x_ptr_0, fl
     t21 = 0.7978846f;
 #line 13 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t22[e] = t21;
-#line 13 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) inner_23[e] = (t22[e] * t20[e]);
+    for (int e = 0; e < 16; ++e) inner_23[e] = (t21 * t20[e]);
 #line 14 "kernels/gelu/v4.tile"
     t24 = 0.5f;
 #line 14 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t25[e] = t24;
-#line 14 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t26[e] = (t25[e] * x_14[e]);
+    for (int e = 0; e < 16; ++e) t26[e] = (t24 * x_14[e]);
 #line 14 "kernels/gelu/v4.tile"
     #pragma unroll
     for (int e = 0; e < 16; ++e) t27[e] = tanhf(inner_23[e]);
@@ -125,19 +99,13 @@ extern "C" __global__ void __launch_bounds__(128) gelu_kernel(float* x_ptr_0, fl
     t28 = 1.0f;
 #line 14 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t29[e] = t28;
-#line 14 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t30[e] = (t29[e] + t27[e]);
+    for (int e = 0; e < 16; ++e) t30[e] = (t28 + t27[e]);
 #line 14 "kernels/gelu/v4.tile"
     #pragma unroll
     for (int e = 0; e < 16; ++e) y_31[e] = (t26[e] * t30[e]);
 #line 15 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t32[e] = y_ptr_1;
-#line 15 "kernels/gelu/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t33[e] = t32[e] + offs_8[e];
+    for (int e = 0; e < 16; ++e) t33[e] = y_ptr_1 + offs_8[e];
 #line 15 "kernels/gelu/v4.tile"
     // 4 x float32 per access (16-byte vectors)
     #pragma unroll

@@ -27,20 +27,16 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     int t6;
     int t7;
     int t8[1];
-    int t9[1];
     int rows_10[1];
     int cols_11[1];
     int t12[1];
-    int t13[1];
     int t14[1];
     int t15[1];
     int t16[8];
     int t17[8];
     int offs_18[8];
     int t19[1];
-    int t20[1];
     bool mask_21[1];
-    float* t22[8];
     float* t23[8];
     bool t24[8];
     float t25;
@@ -49,16 +45,12 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     float t28[1];
     float t29[8];
     float y_30[8];
-    float* t31[8];
     float* t32[8];
     bool t33[8];
-    int* t34[1];
     int* t35[1];
     int t36[1];
-    float* t37[1];
     float* t38[1];
     float t39[1];
-    int t40[1];
     bool t41[1];
     float t42[1];
 #line 9 "tests/tile/ok_rows.tile"
@@ -72,10 +64,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 1; ++e) t8[e] = (kwb_tid) % 16;
 #line 10 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t9[e] = t7;
-#line 10 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) rows_10[e] = (int)(t9[e] + t8[e]);
+    for (int e = 0; e < 1; ++e) rows_10[e] = (int)(t7 + t8[e]);
 #line 11 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) cols_11[e] = (kwb_tid) % 64;
@@ -84,10 +73,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 1; ++e) t12[e] = rows_10[e];
 #line 12 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t13[e] = n_cols_4;
-#line 12 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t14[e] = (int)(t12[e] * t13[e]);
+    for (int e = 0; e < 1; ++e) t14[e] = (int)(t12[e] * n_cols_4);
 #line 12 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t15[e] = cols_11[e];
@@ -113,16 +99,10 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 1; ++e) t19[e] = cols_11[e];
 #line 13 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t20[e] = n_cols_4;
-#line 13 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) mask_21[e] = (t19[e] < t20[e]);
+    for (int e = 0; e < 1; ++e) mask_21[e] = (t19[e] < n_cols_4);
 #line 14 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) t22[e] = x_ptr_0;
-#line 14 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 8; ++e) t23[e] = t22[e] + offs_18[e];
+    for (int e = 0; e < 8; ++e) t23[e] = x_ptr_0 + offs_18[e];
 #line 14 "tests/tile/ok_rows.tile"
     // recomputed in this layout
     #pragma unroll
@@ -180,10 +160,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 8; ++e) y_30[e] = (x_26[e] - t29[e]);
 #line 17 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) t31[e] = y_ptr_1;
-#line 17 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 8; ++e) t32[e] = t31[e] + offs_18[e];
+    for (int e = 0; e < 8; ++e) t32[e] = y_ptr_1 + offs_18[e];
 #line 17 "tests/tile/ok_rows.tile"
     // recomputed in this layout
     #pragma unroll
@@ -197,10 +174,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 8; e += 4) kwb_st128(t32[e], make_uint4(__float_as_uint(y_30[e]), __float_as_uint(y_30[e + 1]), __float_as_uint(y_30[e + 2]), __float_as_uint(y_30[e + 3])), t33[e]);
 #line 18 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t34[e] = idx_ptr_2;
-#line 18 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t35[e] = t34[e] + rows_10[e];
+    for (int e = 0; e < 1; ++e) t35[e] = idx_ptr_2 + rows_10[e];
 #line 18 "tests/tile/ok_rows.tile"
     {
         float* kwb_s = reinterpret_cast<float*>(kwb_scratch);
@@ -223,10 +197,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 1; ++e) kwb_st32(t35[e], (unsigned)(t36[e]), kwb_tid < 16);
 #line 19 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t37[e] = colsum_ptr_3;
-#line 19 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t38[e] = t37[e] + cols_11[e];
+    for (int e = 0; e < 1; ++e) t38[e] = colsum_ptr_3 + cols_11[e];
 #line 19 "tests/tile/ok_rows.tile"
     {
         float* kwb_s = reinterpret_cast<float*>(kwb_scratch);
@@ -245,10 +216,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     }
 #line 19 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t40[e] = n_cols_4;
-#line 19 "tests/tile/ok_rows.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t41[e] = (cols_11[e] < t40[e]);
+    for (int e = 0; e < 1; ++e) t41[e] = (cols_11[e] < n_cols_4);
 #line 19 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) {

@@ -20,23 +20,17 @@ extern "C" __global__ void __launch_bounds__(512) softmax_row(float* x_ptr_0, fl
     __shared__ __align__(16) unsigned char kwb_red[1024];
     int row_4;
     int offs_5[64];
-    int t6[64];
     bool mask_7[64];
     int t8;
-    int t9[64];
     int t10[64];
-    float* t11[64];
     float* t12[64];
     float t13;
     float x_14[64];
     float t15;
-    float t16[64];
     float shifted_17[64];
     float num_18[64];
     float den_19;
-    float* t20[64];
     float* t21[64];
-    float t22[64];
     float t23[64];
 #line 10 "kernels/softmax/v5.tile"
     row_4 = (int)blockIdx.x;
@@ -45,24 +39,15 @@ extern "C" __global__ void __launch_bounds__(512) softmax_row(float* x_ptr_0, fl
     for (int e = 0; e < 64; ++e) offs_5[e] = ((e / 4) * 512 + kwb_tid) * 4 + e % 4;
 #line 12 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t6[e] = n_cols_3;
-#line 12 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) mask_7[e] = (offs_5[e] < t6[e]);
+    for (int e = 0; e < 64; ++e) mask_7[e] = (offs_5[e] < n_cols_3);
 #line 13 "kernels/softmax/v5.tile"
     t8 = (int)(row_4 * n_cols_3);
 #line 13 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t9[e] = t8;
+    for (int e = 0; e < 64; ++e) t10[e] = (int)(t8 + offs_5[e]);
 #line 13 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t10[e] = (int)(t9[e] + offs_5[e]);
-#line 13 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) t11[e] = x_ptr_0;
-#line 13 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) t12[e] = t11[e] + t10[e];
+    for (int e = 0; e < 64; ++e) t12[e] = x_ptr_0 + t10[e];
 #line 13 "kernels/softmax/v5.tile"
     t13 = __int_as_float(0xff800000);
 #line 13 "kernels/softmax/v5.tile"
@@ -109,10 +94,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_row(float* x_ptr_0, fl
     }
 #line 14 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t16[e] = t15;
-#line 14 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) shifted_17[e] = (x_14[e] - t16[e]);
+    for (int e = 0; e < 64; ++e) shifted_17[e] = (x_14[e] - t15);
 #line 15 "kernels/softmax/v5.tile"
     #pragma unroll
     for (int e = 0; e < 64; ++e) num_18[e] = kwb_exp(shifted_17[e]);
@@ -149,16 +131,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_row(float* x_ptr_0, fl
     }
 #line 17 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t20[e] = y_ptr_1;
+    for (int e = 0; e < 64; ++e) t21[e] = y_ptr_1 + t10[e];
 #line 17 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t21[e] = t20[e] + t10[e];
-#line 17 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) t22[e] = den_19;
-#line 17 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) t23[e] = kwb_div(num_18[e], t22[e]);
+    for (int e = 0; e < 64; ++e) t23[e] = kwb_div(num_18[e], den_19);
 #line 17 "kernels/softmax/v5.tile"
     // 4 x float32 per access (16-byte vectors)
     #pragma unroll

@@ -20,23 +20,17 @@ extern "C" __global__ void __launch_bounds__(256) softmax_row(float* x_ptr_0, fl
     __shared__ __align__(16) unsigned char kwb_red[1024];
     int row_4;
     int offs_5[16];
-    int t6[16];
     bool mask_7[16];
     int t8;
-    int t9[16];
     int t10[16];
-    float* t11[16];
     float* t12[16];
     float t13;
     float x_14[16];
     float t15;
-    float t16[16];
     float shifted_17[16];
     float num_18[16];
     float den_19;
-    float* t20[16];
     float* t21[16];
-    float t22[16];
     float t23[16];
 #line 10 "kernels/softmax/v5.tile"
     row_4 = (int)blockIdx.x;
@@ -45,24 +39,15 @@ extern "C" __global__ void __launch_bounds__(256) softmax_row(float* x_ptr_0, fl
     for (int e = 0; e < 16; ++e) offs_5[e] = ((e / 4) * 256 + kwb_tid) * 4 + e % 4;
 #line 12 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t6[e] = n_cols_3;
-#line 12 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) mask_7[e] = (offs_5[e] < t6[e]);
+    for (int e = 0; e < 16; ++e) mask_7[e] = (offs_5[e] < n_cols_3);
 #line 13 "kernels/softmax/v5.tile"
     t8 = (int)(row_4 * n_cols_3);
 #line 13 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t9[e] = t8;
+    for (int e = 0; e < 16; ++e) t10[e] = (int)(t8 + offs_5[e]);
 #line 13 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t10[e] = (int)(t9[e] + offs_5[e]);
-#line 13 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t11[e] = x_ptr_0;
-#line 13 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t12[e] = t11[e] + t10[e];
+    for (int e = 0; e < 16; ++e) t12[e] = x_ptr_0 + t10[e];
 #line 13 "kernels/softmax/v5.tile"
     t13 = __int_as_float(0xff800000);
 #line 13 "kernels/softmax/v5.tile"
@@ -105,10 +90,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_row(float* x_ptr_0, fl
     }
 #line 14 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t16[e] = t15;
-#line 14 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) shifted_17[e] = (x_14[e] - t16[e]);
+    for (int e = 0; e < 16; ++e) shifted_17[e] = (x_14[e] - t15);
 #line 15 "kernels/softmax/v5.tile"
     #pragma unroll
     for (int e = 0; e < 16; ++e) num_18[e] = kwb_exp(shifted_17[e]);
@@ -141,16 +123,10 @@ extern "C" __global__ void __launch_bounds__(256) softmax_row(float* x_ptr_0, fl
     }
 #line 17 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t20[e] = y_ptr_1;
+    for (int e = 0; e < 16; ++e) t21[e] = y_ptr_1 + t10[e];
 #line 17 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t21[e] = t20[e] + t10[e];
-#line 17 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t22[e] = den_19;
-#line 17 "kernels/softmax/v5.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) t23[e] = kwb_div(num_18[e], t22[e]);
+    for (int e = 0; e < 16; ++e) t23[e] = kwb_div(num_18[e], den_19);
 #line 17 "kernels/softmax/v5.tile"
     // 4 x float32 per access (16-byte vectors)
     #pragma unroll

@@ -22,23 +22,17 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
     int step_5;
     int row_6;
     int offs_7[16];
-    int t8[16];
     bool mask_9[16];
     int t10;
-    int t11[16];
     int t12[16];
-    float* t13[16];
     float* t14[16];
     float t15;
     float x_16[16];
     float t17;
-    float t18[16];
     float shifted_19[16];
     float num_20[16];
     float den_21;
-    float* t22[16];
     float* t23[16];
-    float t24[16];
     float t25[16];
 #line 10 "kernels/softmax/v6.tile"
     start_4 = (int)blockIdx.x;
@@ -49,10 +43,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
     for (int e = 0; e < 16; ++e) offs_7[e] = ((e / 4) * 256 + kwb_tid) * 4 + e % 4;
 #line 13 "kernels/softmax/v6.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) t8[e] = n_cols_3;
-#line 13 "kernels/softmax/v6.tile"
-    #pragma unroll
-    for (int e = 0; e < 16; ++e) mask_9[e] = (offs_7[e] < t8[e]);
+    for (int e = 0; e < 16; ++e) mask_9[e] = (offs_7[e] < n_cols_3);
 #line 14 "kernels/softmax/v6.tile"
     {
         const int kwb_end = n_rows_2;
@@ -62,16 +53,10 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
             t10 = (int)(row_6 * n_cols_3);
 #line 15 "kernels/softmax/v6.tile"
             #pragma unroll
-            for (int e = 0; e < 16; ++e) t11[e] = t10;
+            for (int e = 0; e < 16; ++e) t12[e] = (int)(t10 + offs_7[e]);
 #line 15 "kernels/softmax/v6.tile"
             #pragma unroll
-            for (int e = 0; e < 16; ++e) t12[e] = (int)(t11[e] + offs_7[e]);
-#line 15 "kernels/softmax/v6.tile"
-            #pragma unroll
-            for (int e = 0; e < 16; ++e) t13[e] = x_ptr_0;
-#line 15 "kernels/softmax/v6.tile"
-            #pragma unroll
-            for (int e = 0; e < 16; ++e) t14[e] = t13[e] + t12[e];
+            for (int e = 0; e < 16; ++e) t14[e] = x_ptr_0 + t12[e];
 #line 15 "kernels/softmax/v6.tile"
             t15 = __int_as_float(0xff800000);
 #line 15 "kernels/softmax/v6.tile"
@@ -114,10 +99,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
             }
 #line 16 "kernels/softmax/v6.tile"
             #pragma unroll
-            for (int e = 0; e < 16; ++e) t18[e] = t17;
-#line 16 "kernels/softmax/v6.tile"
-            #pragma unroll
-            for (int e = 0; e < 16; ++e) shifted_19[e] = (x_16[e] - t18[e]);
+            for (int e = 0; e < 16; ++e) shifted_19[e] = (x_16[e] - t17);
 #line 17 "kernels/softmax/v6.tile"
             #pragma unroll
             for (int e = 0; e < 16; ++e) num_20[e] = kwb_exp(shifted_19[e]);
@@ -150,16 +132,10 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
             }
 #line 19 "kernels/softmax/v6.tile"
             #pragma unroll
-            for (int e = 0; e < 16; ++e) t22[e] = y_ptr_1;
+            for (int e = 0; e < 16; ++e) t23[e] = y_ptr_1 + t12[e];
 #line 19 "kernels/softmax/v6.tile"
             #pragma unroll
-            for (int e = 0; e < 16; ++e) t23[e] = t22[e] + t12[e];
-#line 19 "kernels/softmax/v6.tile"
-            #pragma unroll
-            for (int e = 0; e < 16; ++e) t24[e] = den_21;
-#line 19 "kernels/softmax/v6.tile"
-            #pragma unroll
-            for (int e = 0; e < 16; ++e) t25[e] = kwb_div(num_20[e], t24[e]);
+            for (int e = 0; e < 16; ++e) t25[e] = kwb_div(num_20[e], den_21);
 #line 19 "kernels/softmax/v6.tile"
             // 4 x float32 per access (16-byte vectors)
             #pragma unroll

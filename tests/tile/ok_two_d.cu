@@ -23,21 +23,17 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     int rows_4[1];
     int cols_5[1];
     int t6[1];
-    int t7[1];
     int t8[1];
     int t9[8];
     int t10[1];
     int t11[8];
     int idx_12[8];
-    float* t13[8];
     float* t14[8];
     float x_15[8];
     float colsum_16[1];
     int best_17[1];
-    float* t18[1];
     float* t19[1];
     float old_20[1];
-    int* t21[1];
     int* t22[1];
     float xt_23[8];
     float total_24;
@@ -57,10 +53,7 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     for (int e = 0; e < 1; ++e) t6[e] = rows_4[e];
 #line 4 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t7[e] = stride_3;
-#line 4 "tests/tile/ok_two_d.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t8[e] = (int)(t6[e] * t7[e]);
+    for (int e = 0; e < 1; ++e) t8[e] = (int)(t6[e] * stride_3);
 #line 4 "tests/tile/ok_two_d.tile"
     // recomputed in this layout
     #pragma unroll
@@ -83,10 +76,7 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     for (int e = 0; e < 8; ++e) idx_12[e] = (int)(t9[e] + t11[e]);
 #line 5 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) t13[e] = x_ptr_0;
-#line 5 "tests/tile/ok_two_d.tile"
-    #pragma unroll
-    for (int e = 0; e < 8; ++e) t14[e] = t13[e] + idx_12[e];
+    for (int e = 0; e < 8; ++e) t14[e] = x_ptr_0 + idx_12[e];
 #line 5 "tests/tile/ok_two_d.tile"
     // 4 x float32 per access (16-byte vectors)
     #pragma unroll
@@ -133,10 +123,7 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     }
 #line 7 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t18[e] = acc_ptr_2;
-#line 7 "tests/tile/ok_two_d.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t19[e] = t18[e] + cols_5[e];
+    for (int e = 0; e < 1; ++e) t19[e] = acc_ptr_2 + cols_5[e];
 #line 7 "tests/tile/ok_two_d.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) {
@@ -152,10 +139,7 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     }
 #line 8 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t21[e] = out_ptr_1;
-#line 8 "tests/tile/ok_two_d.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t22[e] = t21[e] + rows_4[e];
+    for (int e = 0; e < 1; ++e) t22[e] = out_ptr_1 + rows_4[e];
 #line 8 "tests/tile/ok_two_d.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) kwb_st32(t22[e], (unsigned)(best_17[e]), kwb_tid < 16);

@@ -22,6 +22,7 @@ mod remat;
 mod ring;
 mod stride;
 mod swizzle;
+mod uniform;
 mod unify;
 mod wgmma;
 mod writer;

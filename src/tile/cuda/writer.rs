@@ -96,6 +96,8 @@ pub struct Writer<'k> {
     pub undeclared: Vec<VarId>,
     /// The code reads the warpgroup index `kwb_wg` (defined at the kernel's start).
     pub uses_warpgroup: bool,
+    /// Splats of a scalar read as that scalar, never written to registers (`uniform.rs`).
+    uniform: HashMap<VarId, VarId>,
 }
 
 impl<'k> Writer<'k> {
@@ -115,6 +117,7 @@ impl<'k> Writer<'k> {
                 _ => None,
             })
             .collect();
+        let uniform = super::uniform::uniform_splats(k, &defs);
         Writer {
             k,
             target,
@@ -145,6 +148,7 @@ impl<'k> Writer<'k> {
             strided_at: HashMap::new(),
             undeclared: Vec::new(),
             uses_warpgroup: false,
+            uniform,
         }
     }
 
@@ -191,9 +195,11 @@ impl<'k> Writer<'k> {
         self.layouts.of_var(v, self.k.ty(v).numel())
     }
 
-    /// Element `e` of `v` (a scalar is the same in every register).
+    /// Element `e` of `v` (a scalar is the same in every register, and so is a uniform splat).
     pub fn at(&self, v: VarId, e: &str) -> String {
-        if let Some(off) = self.strided_at.get(&v) {
+        if let Some(s) = self.uniform.get(&v) {
+            self.name(*s).to_string()
+        } else if let Some(off) = self.strided_at.get(&v) {
             format!("({}[{e}] + {off})", self.name(v))
         } else if self.is_tile(v) {
             format!("{}[{e}]", self.name(v))
@@ -369,7 +375,10 @@ impl<'k> Writer<'k> {
         let params: Vec<VarId> = k.params.iter().map(|p| p.var).collect();
         for (i, v) in k.vars.iter().enumerate() {
             let id = VarId(i as u32);
-            if params.contains(&id) || self.undeclared.contains(&id) {
+            if params.contains(&id)
+                || self.undeclared.contains(&id)
+                || self.uniform.contains_key(&id)
+            {
                 continue;
             }
             let t = c_elem(v.ty.elem);
@@ -398,6 +407,14 @@ impl<'k> Writer<'k> {
 
     pub fn stmt(&mut self, s: &Stmt) {
         let line = s.loc.line.max(1);
+        if let StmtKind::Assign { dst, .. } = &s.kind {
+            if self.uniform.contains_key(dst) {
+                // A uniform splat: its readers read the scalar; nothing to write.
+                self.assign_seq += 1;
+                self.assigned_at.insert(*dst, self.assign_seq);
+                return;
+            }
+        }
         let directive = format!("#line {line} \"{}\"\n", self.file);
         self.out.push_str(&directive);
         match &s.kind {
