@@ -246,12 +246,12 @@ def main():
         size = f"{m}x{n}"
         t_us, t_w, t_kernel, t_kernel_w = triton_softmax(v5, "softmax_row", m, n, warps, lambda x, y, m, n: (x, y, m, n))
         # softmax v7, the hand-written CUDA, launched as workspaces/softmax.yaml launches it
-        # (and, for rows of up to 1024, also four one-warp rows per block), timed by the
-        # harness that timed Triton's kernel.
+        # (four one-warp rows to a block for rows of up to 1024; one-warp blocks beside it),
+        # timed by the harness that timed Triton's kernel.
         c = -(-n // 1024)
-        launches = [("v7", m, 32 * min(32, c))]
+        launches = [("v7", -(-m // (1 + 3 * max(0, 2 - c))), 32 * min(32, c) + 96 * max(0, 2 - c))]
         if c == 1:
-            launches.append(("v7, four rows per block", -(-m // 4), 128))
+            launches.append(("v7, one warp per block", m, 32))
         for label, grid, block in launches:
             ev, k = kwb_softmax_same_harness(cuda_cubins[("v7", size)], m, n, 0, grid, block)
             rows.append(dict(kernel=f"softmax {label}", size=size, events_us=ev, kernel_us=k, grid=grid,

@@ -11,8 +11,9 @@
 // memory. Longer rows take the whole block (enough threads that V7_ITEMS float4 per thread
 // cover the row). Rows whose length is not a multiple of 4 take the scalar path for the
 // elements that do not fit a vector.
-// launch: block = 32 * min(32, cdiv(N, 1024)) (V7_ITEMS = 8 float4 per thread), grid = M
-//         (with N <= 1024, a block of W warps may take W rows: grid = cdiv(M, W))
+// launch: block = 32 * min(32, cdiv(N, 1024)) (V7_ITEMS = 8 float4 per thread), grid = M;
+//         with N <= 1024, a block of W warps takes W rows: block = 128, grid = cdiv(M, 4)
+//         (on an H100 2.6-3% faster than one-warp blocks at 4096x1024; on an H200 1% slower)
 
 #define NEG_INF __uint_as_float(0xff800000u)
 
