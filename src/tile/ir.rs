@@ -406,6 +406,20 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// For tests: kernel `k` of `k.tile`, 4 warps, with no parameters, variables or statements.
+    #[cfg(test)]
+    pub(crate) fn empty() -> Kernel {
+        Kernel {
+            name: "k".into(),
+            file: "k.tile".into(),
+            params: Vec::new(),
+            vars: Vec::new(),
+            body: Vec::new(),
+            num_warps: 4,
+            loc: Loc::default(),
+        }
+    }
+
     pub fn ty(&self, v: VarId) -> &Type {
         &self.vars[v.0 as usize].ty
     }

@@ -382,15 +382,7 @@ mod tests {
 
     #[test]
     fn offsets_masks_and_pointers_of_a_blocked_kernel() {
-        let mut k = Kernel {
-            name: "k".into(),
-            file: "k.tile".into(),
-            params: Vec::new(),
-            vars: Vec::new(),
-            body: Vec::new(),
-            num_warps: 4,
-            loc: Loc::default(),
-        };
+        let mut k = Kernel::empty();
         let i32s = Elem::Scalar(Scalar::I32);
         let p = var(&mut k, Elem::Ptr(Scalar::F16), &[]);
         let n = var(&mut k, i32s, &[]);

@@ -179,15 +179,7 @@ mod tests {
 
     /// `s = 1; t = splat(s); [s = 2;] x = t + t; [r = sum(t)]`.
     fn kernel(reassign: bool, reduce: bool) -> (Kernel, VarId, VarId) {
-        let mut k = Kernel {
-            name: "k".into(),
-            file: "k.tile".into(),
-            params: Vec::new(),
-            vars: Vec::new(),
-            body: Vec::new(),
-            num_warps: 4,
-            loc: Loc::default(),
-        };
+        let mut k = Kernel::empty();
         let (s, t, x, r) = (
             var(&mut k, &[]),
             var(&mut k, &[64]),
