@@ -10,7 +10,7 @@
 //! [`DeviceGen::first_difference`] draws each input again beside what the device holds, so a
 //! kernel that wrote into an input is caught without downloading the inputs.
 
-use super::counter_rng::{key_of, Kind, Recipe};
+use super::counter_rng::{key_of, Recipe};
 use super::data::buffer_seed;
 use super::device::{DevBuf, Module, Stream};
 use super::inputs::{generate, recipe};
@@ -253,20 +253,6 @@ pub fn unharmed_draw(
     }
 }
 
-/// Whether the device can draw a buffer of this init (an `npy` file is uploaded).
-pub fn drawable(init: &Init) -> bool {
-    !matches!(init, Init::Npy { .. })
-}
-
-/// Which kinds of draw exist (for tests).
-pub const KINDS: [Kind; 5] = [
-    Kind::Randn,
-    Kind::Uniform,
-    Kind::UniformInt,
-    Kind::Arange,
-    Kind::Constant,
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,14 +320,17 @@ mod tests {
 
     #[test]
     fn every_init_but_npy_has_a_recipe_the_device_can_draw() {
-        for init in [Init::DEFAULT, Init::Arange, Init::Constant { value: 1.0 }] {
-            assert!(drawable(&init));
-            let r = recipe(DType::F16, &init).unwrap().unwrap();
-            assert!(KINDS.contains(&r.kind));
+        use super::super::counter_rng::Kind;
+        let kinds = [Kind::Randn, Kind::Arange, Kind::Constant];
+        for (init, kind) in [Init::DEFAULT, Init::Arange, Init::Constant { value: 1.0 }]
+            .into_iter()
+            .zip(kinds)
+        {
+            assert_eq!(recipe(DType::F16, &init).unwrap().unwrap().kind, kind);
         }
         let npy = Init::Npy {
             path: "x.npy".into(),
         };
-        assert!(!drawable(&npy) && recipe(DType::F32, &npy).unwrap().is_none());
+        assert!(recipe(DType::F32, &npy).unwrap().is_none());
     }
 }

@@ -143,24 +143,22 @@ pub fn generate(
     if bytes.is_none_or(|b| b > isize::MAX as usize) {
         return invalid(format!("{elems} elements of {dtype} do not fit in memory"));
     }
-    match (recipe(dtype, init)?, init) {
-        (Some(r), _) => {
-            let key = key_of(seed);
-            Ok(fill(dtype, elems, (r.lo, r.hi), &|start, out| {
-                r.values(key, start as u64, out)
-            }))
+    if let Init::Npy { path } = init {
+        let a = npy::read(path)?;
+        if a.shape != shape {
+            return Err(InputError::NpyShape(path.clone(), a.shape, shape.to_vec()));
         }
-        (None, Init::Npy { path }) => {
-            let a = npy::read(path)?;
-            if a.shape != shape {
-                return Err(InputError::NpyShape(path.clone(), a.shape, shape.to_vec()));
-            }
-            Ok(fill(dtype, elems, FULL, &|start, out| {
-                out.copy_from_slice(&a.data[start..start + out.len()])
-            }))
-        }
-        (None, _) => unreachable!("only npy inits have no recipe"),
+        return Ok(fill(dtype, elems, FULL, &|start, out| {
+            out.copy_from_slice(&a.data[start..start + out.len()])
+        }));
     }
+    let Some(r) = recipe(dtype, init)? else {
+        return invalid(format!("{init:?} is neither drawn nor read"));
+    };
+    let key = key_of(seed);
+    Ok(fill(dtype, elems, (r.lo, r.hi), &|start, out| {
+        r.values(key, start as u64, out)
+    }))
 }
 
 const FULL: (f64, f64) = (f64::NEG_INFINITY, f64::INFINITY);
