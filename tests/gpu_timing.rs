@@ -1,7 +1,7 @@
 //! On a GPU machine: the figures kwb's timing rests on. Kernel times come from CUPTI (and the
 //! JSON says so, with the events' figure beside them), `KWB_TIMER=events` falls back to events
-//! and says so, no shipped add version beats the bandwidth peak at 256Mi, 1Mi is marked
-//! L2-resident on an H100/H200, and a multi-launch version's span covers its kernels. Every
+//! and says so, no shipped add version beats the bandwidth peak at 256Mi (nor at 16Mi unless
+//! that size is marked L2-resident), 1Mi is marked L2-resident on an H100/H200, and a multi-launch version's span covers its kernels. Every
 //! test prints its figures, so one run on the device tells everything. Skips, saying why,
 //! without a GPU (`KWB_REQUIRE_GPU=1` makes that a failure).
 
@@ -132,14 +132,14 @@ fn kwb_timer_events_falls_back_and_says_so() {
 }
 
 #[test]
-fn no_add_version_beats_the_peak_at_256mi() {
-    if gpu_or_skip("no_add_version_beats_the_peak_at_256mi").is_none() {
+fn no_add_version_beats_the_peak_at_256mi_nor_unmarked_at_16mi() {
+    if gpu_or_skip("no_add_version_beats_the_peak_at_256mi_nor_unmarked_at_16mi").is_none() {
         return;
     }
     support::provision_nvrtc();
     let (report, stderr) = batch(
         "workspaces/elementwise-add.yaml",
-        &["--sizes", "256Mi"],
+        &["--sizes", "16Mi,256Mi"],
         &[],
     );
     show("peak", &report, &stderr);
@@ -150,14 +150,20 @@ fn no_add_version_beats_the_peak_at_256mi() {
     );
     for r in &report.results {
         let r = timed(&report, &r.version, &r.size);
-        assert_eq!(r.timing.as_ref().unwrap().l2_resident, Some(false));
+        let resident = r.timing.as_ref().unwrap().l2_resident;
         let pct = r.pct_of_peak.expect("% of peak");
+        // Above the peak only where L2 serves part of the bytes, and so marked.
         assert!(
-            pct <= 100.0,
-            "{} reaches {pct:.1}% of the {:?} at 256Mi",
+            pct <= 100.0 || resident == Some(true),
+            "{} reaches {pct:.1}% of the {:?} at {}, unmarked",
             r.version,
-            d.peak()
+            d.peak(),
+            r.size
         );
+        if r.size == "256Mi" {
+            assert_eq!(resident, Some(false), "{} @ 256Mi", r.version);
+            assert!(pct <= 100.0, "{} reaches {pct:.1}% at 256Mi", r.version);
+        }
     }
 }
 

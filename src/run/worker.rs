@@ -197,6 +197,7 @@ fn ensure_open(open: &mut Option<Open>, ordinal: usize) -> Result<&mut Open, Str
 }
 
 fn open_device(ordinal: usize) -> Result<Open, String> {
+    let mut phases = super::execute::Trace::labelled("worker start:".to_string());
     let gpu = Gpu::open(ordinal).map_err(|e| e.to_string())?;
     gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
     let facts = gpu.facts().map_err(|e| e.to_string())?;
@@ -204,6 +205,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
     let stream = Stream::new().map_err(cu)?;
     let flush = super::flush::L2Flush::new(facts.l2_bytes, facts.sm_count).map_err(cu)?;
     flush.prepare(&stream).map_err(cu)?;
+    phases.mark("context and flush");
     if !flush.reads() {
         eprintln!("kwb worker: the L2 flush kernel did not load; flushing with a memset");
     }
@@ -214,7 +216,10 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
             None
         }
     };
+    phases.mark("device inputs' self-check");
     let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts, &flush));
+    phases.mark("peaks (cached or measured)");
+    phases.finish();
     let info = DeviceInfo {
         measured_copy_gbps: peaks.copy_gbps,
         stream_kernel_gbps: peaks.stream_kernel_gbps,
