@@ -5,7 +5,9 @@ Every side uses kwb's protocol: fp16 A (M×K) and B (K×N), fp16 C; cold L2 (a b
 the L2 size read before each sample, outside the timed region, so L2 holds clean lines as after
 kwb's flush kernel); one call between two CUDA events per sample; the median of the samples.
 kwb's own figures come from `kwb batch --format json` on workspaces/matmul.yaml (CUPTI kernel
-time where available; its timer is printed). Events also time the launch's host overhead
+time where available; its timer is printed). The best v5 configuration at each size is also
+timed in this script's own harness: its CUBIN (`kwb inspect --cubin-dir`) loaded by CuPy and
+timed by the code that times cuBLAS and Triton, so that comparison differs only by the kernels. Events also time the launch's host overhead
 whenever the GPU gets there first, which Triton's Python launcher makes large and variable, so
 cuBLAS and Triton are also timed by their kernels' own durations (torch.profiler, CUPTI: the
 clock kwb reads); the comparisons with kwb use that figure.
@@ -26,7 +28,7 @@ import subprocess
 
 import torch
 
-from tile_vs_triton import kernels_median_us
+from tile_vs_triton import kernels_median_us, kwb_cubins
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [(1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 1024)]
@@ -94,6 +96,34 @@ def triton_median_us(m, n, k):
     return cold_median_us(call), kernels_median_us(call), str(kernel.best_config)
 
 
+_CUBINS = {}
+
+
+def kwb_same_harness(kwb, version, size, m, n, k):
+    """(events µs, kernel µs) of kwb's compiled `version` at `size`, launched by CuPy from its
+    CUBIN with the workspace's launch, and timed as cuBLAS and Triton are."""
+    import cupy
+    import numpy
+    if not _CUBINS:
+        _CUBINS.update(kwb_cubins(kwb, os.path.join(REPO, "workspaces", "matmul.yaml")))
+    path, entry, dyn = _CUBINS[(version, size)]
+    cfg = dict(kv.split("=") for kv in version[version.index("[") + 1:-1].split(","))
+    bm, bn = int(cfg["BM"]), int(cfg["BN"])
+    warps = 4 * (1 + int(bm * bn >= 128 * 256))  # v5's num_warps in workspaces/matmul.yaml
+    kernel = cupy.RawModule(path=path).get_function(entry)
+    kernel.max_dynamic_shared_size_bytes = dyn
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    args = (cupy.asarray(a), cupy.asarray(b), cupy.asarray(c), numpy.int32(m), numpy.int32(n), numpy.int32(k))
+    grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    call = lambda: kernel((grid,), (32 * warps,), args, shared_mem=dyn)
+    call()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
+    return cold_median_us(call), kernels_median_us(call)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kwb", default=os.path.join(REPO, ".gpu-bundle", "bin", "kwb"))
@@ -132,6 +162,15 @@ def main():
                              timer=t.get("timer"), check=r["status"]))
             print(f"{'':>18}{r['version']}: {us:9.1f} us {flop / us / 1e6:7.1f} TFLOP/s "
                   f"= {100 * c_us / us:5.1f}% of cuBLAS ({t.get('timer', 'events')}, {r['status']})")
+        best = min((r for r in results if r["size"] == name and r["version"].startswith("v5[")
+                    and (r.get("timing") or {}).get("median_us")),
+                   key=lambda r: r["timing"]["median_us"], default=None)
+        if best and tri:
+            h_ev, h_us = kwb_same_harness(a.kwb, best["version"], name, m, n, k)
+            rows.append(dict(size=name, version=best["version"] + " (this harness)", us=h_us,
+                             events_us=h_ev, cublas_us=c_us))
+            print(f"{'':>18}one harness: {best['version']} {h_us:9.1f} us {flop / h_us / 1e6:7.1f} TFLOP/s "
+                  f"(events {h_ev:.1f} us) | Triton {tri[1]:9.1f} us | v5/Triton time {h_us / tri[1]:.3f}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(0), rows=rows), f, indent=1)

@@ -150,13 +150,16 @@ def kwb_cubins(kwb, workspace_path):
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"kwb inspect failed:\n{out.stderr}")
+    # File names as kwb writes them: characters other than letters, digits and `._-` become `_`
+    # (a swept configuration `v5[BM=128,...]` is `v5_BM_128_..._`).
+    safe = lambda name: "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name)
     found = {}
     for v in json.loads(out.stdout)["versions"]:
         for k in v["kernels"]:
             for l in k["launches"]:
-                path = os.path.join(out_dir, f"{v['name']}@{l['size']}.cubin")
+                path = os.path.join(out_dir, f"{safe(v['name'])}@{safe(l['size'])}.cubin")
                 if not os.path.exists(path):
-                    path = os.path.join(out_dir, f"{v['name']}.cubin")
+                    path = os.path.join(out_dir, f"{safe(v['name'])}.cubin")
                 found[(v["name"], l["size"])] = (path, k["name"], l["dynamic_shared_bytes"])
     return found
 
