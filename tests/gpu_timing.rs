@@ -1,9 +1,10 @@
 //! On a GPU machine: the figures kwb's timing rests on. Kernel times come from CUPTI (and the
 //! JSON says so, with the events' figure beside them), `KWB_TIMER=events` falls back to events
 //! and says so, no shipped add version beats the bandwidth peak at 256Mi (nor at 16Mi unless
-//! that size is marked L2-resident), 1Mi is marked L2-resident on an H100/H200, and a multi-launch version's span covers its kernels. Every
-//! test prints its figures, so one run on the device tells everything. Skips, saying why,
-//! without a GPU (`KWB_REQUIRE_GPU=1` makes that a failure).
+//! that size is marked L2-resident), 1Mi is marked L2-resident on an H100/H200, and a
+//! multi-launch version's span covers its kernels. Every test prints its figures, so one run
+//! on the device tells everything. Skips, saying why, without a GPU (`KWB_REQUIRE_GPU=1` makes
+//! that a failure).
 
 mod support;
 

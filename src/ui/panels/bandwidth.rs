@@ -1,10 +1,10 @@
 //! The Bandwidth panel: one bar per version of GB/s at the selected size, against the
 //! device's peak (the best of the measured copy and kwb's stream kernel, with which one),
 //! drawn as a marker, with % of peak. A version that L2 serves in part (`l2_resident`) is
-//! marked `L2`: its % is not DRAM bandwidth. Where the work is compute-bound (at least [`COMPUTE_INTENSITY`]
-//! flops per byte, as matmul is), the panel is Compute: bars of TFLOP/s against the dense fp16
-//! tensor-core peak ([`crate::report::DeviceInfo::tensor_peak_tflops`]), with % of it and
-//! GB/s beside them.
+//! marked `L2`: its % is not DRAM bandwidth. Where the work is compute-bound (at least
+//! [`COMPUTE_INTENSITY`] flops per byte, as matmul is), the panel is Compute: bars of TFLOP/s
+//! against the dense fp16 tensor-core peak ([`crate::report::DeviceInfo::tensor_peak_tflops`]),
+//! with % of it and GB/s beside them.
 
 use super::format::{gbps, percent, result_label, result_status};
 use super::gpu::device;
