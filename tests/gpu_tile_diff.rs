@@ -198,3 +198,29 @@ fn interpreter_and_emulator_agree_on_random_tile_programs() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// With no GPU: the shipped elementwise tile kernels at their odd size, where `n` is not a
+/// multiple of a vector and the CUDA writer splits each kernel (`src/tile/cuda/tail.rs`):
+/// threads whose elements are all in bounds take 128-bit vectors, the tail's threads walk
+/// their elements one by one. The PTX emulator runs that code against the interpreter.
+#[test]
+fn the_tail_split_agrees_with_the_interpreter_at_odd_sizes() {
+    support::provision_nvrtc();
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (ws, version) in [("elementwise-add.yaml", "v8"), ("gelu.yaml", "v4")] {
+        let yaml = shipped(ws);
+        let case = Case {
+            yaml: &yaml,
+            version,
+            size: "odd",
+            seed: 7,
+            code: interpreted,
+            // The emulator computes the GPU's approximate functions (GELU's tanh) exactly.
+            tolerance: Some((1e-3, 1e-3)),
+        };
+        if let Err(e) = cpu_vs_emulator(dir.path(), arch, &case) {
+            panic!("{ws} {version} @ odd: {e}");
+        }
+    }
+}

@@ -55,6 +55,9 @@ impl Writer<'_> {
 
     /// [`Writer::vector_width`] were `ptr` and `mask` held in layout `l`.
     pub fn vector_width_in(&self, l: &Layout, ptr: VarId, mask: Option<VarId>) -> u64 {
+        if self.fused {
+            return 1;
+        }
         let s = elem_scalar(self.k, ptr);
         let size = u64::from(s.size());
         let (contig, div, _) = self.facts(ptr).last();
@@ -117,8 +120,12 @@ impl Writer<'_> {
         let size = u64::from(s.size());
         let bytes = w * size;
         if w == 1 || !matches!(bytes, 4 | 8 | 16) {
-            self.line("#pragma unroll");
-            self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
+            if self.fused {
+                self.open("{");
+            } else {
+                self.line("#pragma unroll");
+                self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
+            }
             let d = self.at(dst, "e");
             let line = match mask {
                 Some(m) => self.masked_scalar_load(
@@ -345,6 +352,10 @@ impl Writer<'_> {
                 format!("e += {w}"),
             )
         };
+        if self.fused {
+            self.line(&access);
+            return;
+        }
         self.line("#pragma unroll");
         let head = format!("for (int e = 0; e < {}; {step})", l.ept);
         if fused {

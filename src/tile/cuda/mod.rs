@@ -22,6 +22,7 @@ mod remat;
 mod ring;
 mod stride;
 mod swizzle;
+mod tail;
 mod uniform;
 mod unify;
 mod wgmma;

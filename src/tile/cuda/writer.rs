@@ -98,6 +98,12 @@ pub struct Writer<'k> {
     pub uses_warpgroup: bool,
     /// Splats of a scalar read as that scalar, never written to registers (`uniform.rs`).
     uniform: HashMap<VarId, VarId>,
+    /// Inside the tail split's element loop (`tail.rs`): each tile is one scalar, `name_s`,
+    /// and every statement handles element `e` alone.
+    pub fused: bool,
+    /// Inside the tail split's vector path: the thread's mask elements are all true, so loads
+    /// and stores drop their masks.
+    pub drop_masks: bool,
 }
 
 impl<'k> Writer<'k> {
@@ -149,6 +155,8 @@ impl<'k> Writer<'k> {
             undeclared: Vec::new(),
             uses_warpgroup: false,
             uniform,
+            fused: false,
+            drop_masks: false,
         }
     }
 
@@ -169,6 +177,16 @@ impl<'k> Writer<'k> {
     pub fn close(&mut self, s: &str) {
         self.indent = self.indent.saturating_sub(1);
         self.line(s);
+    }
+
+    /// One level deeper, after a line that [`Writer::close`]d one block and opened another.
+    pub fn indent_in(&mut self) {
+        self.indent += 1;
+    }
+
+    /// Whether `v` is a splat read as its scalar (`uniform.rs`).
+    pub fn is_uniform(&self, v: VarId) -> bool {
+        self.uniform.contains_key(&v)
     }
 
     /// An `#error` at the current tile line: what NVRTC reports for what cannot be lowered yet.
@@ -201,6 +219,8 @@ impl<'k> Writer<'k> {
             self.name(*s).to_string()
         } else if let Some(off) = self.strided_at.get(&v) {
             format!("({}[{e}] + {off})", self.name(v))
+        } else if self.is_tile(v) && self.fused {
+            format!("{}_s", self.name(v))
         } else if self.is_tile(v) {
             format!("{}[{e}]", self.name(v))
         } else {
@@ -222,7 +242,10 @@ impl<'k> Writer<'k> {
 
     /// Emits `dst = expr` for every element of `dst` (a loop over registers for a tile).
     pub fn each(&mut self, dst: VarId, expr: impl Fn(&Self, &str) -> String) {
-        if self.is_tile(dst) {
+        if self.is_tile(dst) && self.fused {
+            let body = format!("{} = {};", self.at(dst, "e"), expr(self, "e"));
+            self.line(&body);
+        } else if self.is_tile(dst) {
             let ept = self.layout(dst).ept;
             self.line("#pragma unroll");
             let body = format!("{} = {};", self.at(dst, "e"), expr(self, "e"));
@@ -237,7 +260,10 @@ impl<'k> Writer<'k> {
     pub fn kernel(mut self) -> WrittenKernel {
         let k = self.k;
         let body_stmts = k.body.clone();
-        self.block(&body_stmts);
+        match self.tail_plan(&body_stmts) {
+            Some(plan) => self.tail_split(&body_stmts, &plan),
+            None => self.block(&body_stmts),
+        }
         // Static: everything but the rings. The rings join it while the total fits 48 KiB,
         // else they go to dynamic shared memory, up to the opt-in limit.
         let fixed = self.scratch_bytes + self.site_bytes + self.dot_bytes;
@@ -423,7 +449,10 @@ impl<'k> Writer<'k> {
                 self.assign_seq += 1;
                 self.assigned_at.insert(*dst, self.assign_seq);
             }
-            StmtKind::Store { ptr, value, mask } => self.store(*ptr, *value, *mask, line),
+            StmtKind::Store { ptr, value, mask } => {
+                let mask = mask.filter(|_| !self.drop_masks);
+                self.store(*ptr, *value, mask, line)
+            }
             StmtKind::If {
                 cond,
                 then,
@@ -602,7 +631,10 @@ impl<'k> Writer<'k> {
                 let (p, o) = (*ptr, *offset);
                 self.each(dst, |w, e| format!("{} + {}", w.at(p, e), w.at(o, e)));
             }
-            Op::Load { ptr, mask, other } => self.load(dst, *ptr, *mask, *other, line),
+            Op::Load { ptr, mask, other } => {
+                let mask = mask.filter(|_| !self.drop_masks);
+                self.load(dst, *ptr, mask, *other, line)
+            }
             Op::Reduce { op, src, axis } => self.reduce(dst, *op, *src, *axis, line),
             Op::Dot { a, b, acc, .. } => self.dot(dst, *a, *b, *acc, line),
             Op::Atomic {
@@ -621,7 +653,7 @@ impl<'k> Writer<'k> {
         } else {
             1
         };
-        if ept % 2 != 0 {
+        if ept % 2 != 0 || self.fused {
             self.each(dst, |w, e| {
                 format!("{}({}, {})", p.one, w.at(l, e), w.at(r, e))
             });

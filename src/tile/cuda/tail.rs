@@ -1,0 +1,151 @@
+//! The tail split. A masked elementwise kernel specialised for a size that is not a multiple
+//! of its vectors (`offs < n` with `n` odd) cannot prove its masks constant over a vector, so
+//! every access would be a predicated scalar: 96 of them per thread for the fp16 add, which
+//! ptxas takes longer to compile than the whole `.cu` kernel, and which cost registers and
+//! bandwidth on every program although only the last one reaches the tail.
+//!
+//! So such a kernel is written twice, as a hand-written kernel is (a vector body and a scalar
+//! tail loop):
+//! - the statements up to the first load or store (index and mask arithmetic) run as usual;
+//! - a thread whose mask elements are all true runs the rest with its masks dropped, so its
+//!   accesses are as wide as the pointers' facts prove;
+//! - any other thread walks its elements one at a time in a loop that is not unrolled
+//!   (`#pragma unroll 1`), every tile held as a scalar (`name_s`): small code for ptxas, and
+//!   no register array indexed at run time (which would send it to local memory).
+//!
+//! The choice is per thread, which is sound because the kernel qualifies only when nothing in
+//! it is shared between threads: straight-line code, elementwise ops, loads and stores, every
+//! tile in one layout, every variable assigned once (so re-running a statement per element
+//! gives the same scalars).
+
+use super::writer::Writer;
+use crate::tile::ir::{Op, Stmt, StmtKind, VarId};
+
+/// Where to split a qualifying kernel's body, and the masks the fast path drops.
+pub struct TailPlan {
+    /// Statements before the first load or store.
+    pub prefix: usize,
+    /// The tile masks of the loads and stores (each once).
+    pub masks: Vec<VarId>,
+}
+
+impl Writer<'_> {
+    /// The plan for `body`, when the kernel qualifies and some access is narrower only
+    /// because of its mask.
+    pub fn tail_plan(&self, body: &[Stmt]) -> Option<TailPlan> {
+        let mut layout = None;
+        let mut masks: Vec<VarId> = Vec::new();
+        let mut narrowed = false;
+        let mut prefix = None;
+        for (i, s) in body.iter().enumerate() {
+            let access = match &s.kind {
+                StmtKind::Assign { dst, op } => {
+                    if self.defs.get(dst).map(|d| d.0) != Some(1) {
+                        return None;
+                    }
+                    if self.is_tile(*dst) {
+                        let l = self.layout(*dst);
+                        if l.mma.is_some() || *layout.get_or_insert(l) != l {
+                            return None;
+                        }
+                    }
+                    match op {
+                        Op::Const(_)
+                        | Op::Copy(_)
+                        | Op::Hint { .. }
+                        | Op::ProgramId(_)
+                        | Op::NumPrograms(_)
+                        | Op::Arange { .. }
+                        | Op::Splat(_)
+                        | Op::Cast(_)
+                        | Op::Binary { .. }
+                        | Op::Unary { .. }
+                        | Op::Fma { .. }
+                        | Op::Where { .. }
+                        | Op::PtrAdd { .. } => None,
+                        Op::Load { ptr, mask, .. } if self.is_tile(*dst) => Some((*ptr, *mask)),
+                        _ => return None,
+                    }
+                }
+                StmtKind::Store { ptr, mask, .. } if self.is_tile(*ptr) => Some((*ptr, *mask)),
+                _ => return None,
+            };
+            let Some((ptr, mask)) = access else { continue };
+            prefix.get_or_insert(i);
+            let Some(m) = mask.filter(|m| self.is_tile(*m)) else {
+                continue;
+            };
+            if !masks.contains(&m) {
+                masks.push(m);
+            }
+            narrowed |= self.vector_width(ptr, Some(m)) < self.vector_width(ptr, None);
+        }
+        let prefix = prefix?;
+        // Every mask must be known before the split (computed by the prefix, or uniform).
+        let before = |v: VarId| {
+            body[..prefix]
+                .iter()
+                .any(|s| matches!(&s.kind, StmtKind::Assign { dst, .. } if *dst == v))
+        };
+        if !narrowed || !masks.iter().all(|m| before(*m) || self.is_uniform(*m)) {
+            return None;
+        }
+        Some(TailPlan { prefix, masks })
+    }
+
+    /// `body` split by `plan`: the prefix, then per thread the unmasked vector path or the
+    /// element-by-element loop.
+    pub fn tail_split(&mut self, body: &[Stmt], plan: &TailPlan) {
+        let (head, rest) = body.split_at(plan.prefix);
+        self.block(head);
+        let ept = self.tail_ept(body);
+        let all: Vec<String> = plan.masks.iter().map(|m| self.at(*m, "e")).collect();
+        self.line(
+            "// the tail split: threads whose elements are all in bounds take the vector path",
+        );
+        self.line("bool kwb_full = true;");
+        self.line("#pragma unroll");
+        self.line(&format!(
+            "for (int e = 0; e < {ept}; ++e) kwb_full = kwb_full && {};",
+            all.join(" && ")
+        ));
+        self.open("if (kwb_full) {");
+        self.drop_masks = true;
+        self.block(rest);
+        self.drop_masks = false;
+        self.close("} else {");
+        self.indent_in();
+        self.line("// one element at a time: the tail's few threads, in little code");
+        self.line("#pragma unroll 1");
+        self.open(&format!("for (int e = 0; e < {ept}; ++e) {{"));
+        for s in body {
+            if let StmtKind::Assign { dst, .. } = &s.kind {
+                if self.is_tile(*dst) && !self.is_uniform(*dst) {
+                    let t = super::names::c_elem(self.k.ty(*dst).elem);
+                    self.line(&format!("{t} {}_s;", self.name(*dst)));
+                }
+            }
+        }
+        self.fused = true;
+        // The prefix's scalars are already set; its tiles are recomputed as scalars.
+        for s in head {
+            if matches!(&s.kind, StmtKind::Assign { dst, .. } if self.is_tile(*dst)) {
+                self.stmt(s);
+            }
+        }
+        self.block(rest);
+        self.fused = false;
+        self.close("}");
+        self.close("}");
+    }
+
+    /// Elements per thread of the kernel's tiles (one layout, by [`Writer::tail_plan`]).
+    fn tail_ept(&self, body: &[Stmt]) -> u64 {
+        body.iter()
+            .find_map(|s| match &s.kind {
+                StmtKind::Assign { dst, .. } if self.is_tile(*dst) => Some(self.layout(*dst).ept),
+                _ => None,
+            })
+            .unwrap_or(1)
+    }
+}
