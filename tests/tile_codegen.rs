@@ -495,6 +495,9 @@ fn fp16_add_uses_128_bit_loads_and_stores() {
     assert_eq!(ptx.matches("ld.global.v4.b32").count(), 8, "{ptx}");
     assert_eq!(ptx.matches("st.global.v4.b32").count(), 4, "{ptx}");
     assert!(!ptx.contains("ld.global.u16") && !ptx.contains("ld.global.b16"));
+    // A streaming kernel asks for 8 blocks of 128 threads per SM (64 registers a thread), so
+    // ptxas issues all eight loads before the first add instead of fitting 32 registers.
+    assert!(ptx.contains(".minnctapersm 8"), "{ptx}");
     assert_no_stack(&log, "add");
 }
 
@@ -519,7 +522,8 @@ fn an_odd_size_splits_the_add_into_vectors_and_a_scalar_tail() {
         .and_then(|s| s.split(' ').next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no register count in the ptxas log:\n{log}"));
-    assert!(regs <= 40, "{regs} registers:\n{log}");
+    // The streaming kernels' register budget (`streaming.rs`); the old form took 100.
+    assert!(regs <= 64, "{regs} registers:\n{log}");
 }
 
 #[test]

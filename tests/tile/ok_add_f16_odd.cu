@@ -20,7 +20,7 @@ static __device__ __forceinline__ void kwb_st128(void* p, uint4 v, bool m) {
 }
 
 // kernel `add_kernel` from kernels/elementwise-add/v8.tile:1, specialised for num_warps = 4 (128 threads); divisible by 16: a_ptr, b_ptr, c_ptr
-extern "C" __global__ void __launch_bounds__(128) add_kernel(__half* a_ptr_0, __half* b_ptr_1, __half* c_ptr_2, int n_3)
+extern "C" __global__ void __launch_bounds__(128, 8) add_kernel(__half* a_ptr_0, __half* b_ptr_1, __half* c_ptr_2, int n_3)
 {
     const int kwb_tid = threadIdx.x;
     int pid_4;

@@ -11,7 +11,7 @@ static __device__ __forceinline__ void kwb_st128(void* p, uint4 v, bool m) {
 }
 
 // kernel `gelu_kernel` from kernels/gelu/v4.tile:1, specialised for num_warps = 4 (128 threads); divisible by 16: x_ptr, y_ptr, n
-extern "C" __global__ void __launch_bounds__(128) gelu_kernel(float* x_ptr_0, float* y_ptr_1, int n_2)
+extern "C" __global__ void __launch_bounds__(128, 8) gelu_kernel(float* x_ptr_0, float* y_ptr_1, int n_2)
 {
     const int kwb_tid = threadIdx.x;
     int pid_3;

@@ -324,7 +324,7 @@ impl<'k> Writer<'k> {
         let _ = writeln!(
             head,
             "extern \"C\" __global__ void __launch_bounds__({}) {}({})\n{{",
-            k.threads(),
+            self.launch_bounds(),
             k.name,
             params.join(", ")
         );
