@@ -224,3 +224,34 @@ fn the_tail_split_agrees_with_the_interpreter_at_odd_sizes() {
         }
     }
 }
+
+/// The tail split with a mask that is one condition for the whole program (`pid > 1000`,
+/// broadcast by the checker): the split tests it with the others, so no thread drops it. Here
+/// it is false, so `y` keeps the first store.
+#[test]
+fn the_tail_split_tests_a_program_wide_mask_too() {
+    support::provision_nvrtc();
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scalar_mask.tile");
+    std::fs::write(
+        &file,
+        "@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pid = tl.program_id(0)\n    offs = pid * BLOCK + tl.arange(0, BLOCK)\n    m = offs < n\n    x = tl.load(x_ptr + offs, mask=m, other=0.0)\n    tl.store(y_ptr + offs, x * 2.0, mask=m)\n    tl.store(y_ptr + offs, x + 1.0, mask=pid > 1000)\n",
+    )
+    .unwrap();
+    let yaml = format!(
+        "name: scalar-mask\nsizes:\n  - {{name: s, N: 1001}}\nbuffers:\n  x: {{dtype: f32, shape: [N]}}\n  y: {{dtype: f32, shape: [N], output: true}}\nreference:\n  expr:\n    y: x * 2\nversions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{BLOCK: 256}}\n    num_warps: 2\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
+        file.display()
+    );
+    let case = Case {
+        yaml: &yaml,
+        version: "k",
+        size: "s",
+        seed: 3,
+        code: interpreted,
+        tolerance: None,
+    };
+    if let Err(e) = cpu_vs_emulator(dir.path(), arch, &case) {
+        panic!("{e}");
+    }
+}

@@ -153,9 +153,9 @@ impl Writer<'_> {
             all.join(" && ")
         ));
         self.open("if (kwb_full) {");
-        self.drop_masks = true;
+        self.true_masks = plan.masks.clone();
         self.block(rest);
-        self.drop_masks = false;
+        self.true_masks.clear();
         self.close("} else {");
         self.indent_in();
         self.line("// one element at a time: the tail's few threads, in little code");

@@ -101,9 +101,9 @@ pub struct Writer<'k> {
     /// Inside the tail split's element loop (`tail.rs`): each tile is one scalar, `name_s`,
     /// and every statement handles element `e` alone.
     pub fused: bool,
-    /// Inside the tail split's vector path: the thread's mask elements are all true, so loads
-    /// and stores drop their masks.
-    pub drop_masks: bool,
+    /// Inside the tail split's vector path: the tile masks whose elements are all true in
+    /// this thread, which loads and stores drop.
+    pub true_masks: Vec<VarId>,
 }
 
 impl<'k> Writer<'k> {
@@ -156,7 +156,7 @@ impl<'k> Writer<'k> {
             uses_warpgroup: false,
             uniform,
             fused: false,
-            drop_masks: false,
+            true_masks: Vec::new(),
         }
     }
 
@@ -450,7 +450,7 @@ impl<'k> Writer<'k> {
                 self.assigned_at.insert(*dst, self.assign_seq);
             }
             StmtKind::Store { ptr, value, mask } => {
-                let mask = mask.filter(|_| !self.drop_masks);
+                let mask = mask.filter(|m| !self.true_masks.contains(m));
                 self.store(*ptr, *value, mask, line)
             }
             StmtKind::If {
@@ -632,7 +632,7 @@ impl<'k> Writer<'k> {
                 self.each(dst, |w, e| format!("{} + {}", w.at(p, e), w.at(o, e)));
             }
             Op::Load { ptr, mask, other } => {
-                let mask = mask.filter(|_| !self.drop_masks);
+                let mask = mask.filter(|m| !self.true_masks.contains(m));
                 self.load(dst, *ptr, mask, *other, line)
             }
             Op::Reduce { op, src, axis } => self.reduce(dst, *op, *src, *axis, line),
