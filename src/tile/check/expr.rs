@@ -90,28 +90,37 @@ impl Ck<'_> {
             } => self.if_exp(cond, then, otherwise, e.span),
             ExprKind::Call { func, args, kwargs } => {
                 let f = self.eval(func);
-                let mut a = Args {
-                    pos: Vec::new(),
-                    kw: Vec::new(),
-                    span: e.span,
-                };
-                for x in args {
-                    let val = self.eval(x);
-                    a.pos.push(Arg { val, span: x.span });
-                }
-                for k in kwargs {
-                    let val = self.eval(&k.value);
-                    a.kw.push((
-                        k.name.name.clone(),
-                        Arg {
-                            val,
-                            span: k.value.span,
-                        },
-                    ));
-                }
+                let a = self.eval_args(args, kwargs, e.span);
                 self.call(f, func, a)
             }
         }
+    }
+
+    /// A call's arguments, evaluated left to right: the positional ones, then the keywords.
+    pub(super) fn eval_args(
+        &mut self,
+        args: &[Expr],
+        kwargs: &[crate::tile::ast::Keyword],
+        span: Span,
+    ) -> Args {
+        let mut a = Args {
+            pos: Vec::new(),
+            kw: Vec::new(),
+            span,
+        };
+        for x in args {
+            let val = self.eval(x);
+            a.pos.push(Arg { val, span: x.span });
+        }
+        for k in kwargs {
+            let val = self.eval(&k.value);
+            let arg = Arg {
+                val,
+                span: k.value.span,
+            };
+            a.kw.push((k.name.name.clone(), arg));
+        }
+        a
     }
 
     fn if_exp(&mut self, cond: &Expr, then: &Expr, otherwise: &Expr, span: Span) -> Val {

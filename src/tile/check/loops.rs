@@ -3,7 +3,6 @@
 //! the loop in one variable whose type may not change.
 
 use super::emit::Ck;
-use super::expr::{Arg, Args};
 use super::value::{default_dtype, Val};
 use crate::tile::ast::{Expr, ExprKind, Stmt, StmtKind};
 use crate::tile::ir::{self, Op, Scalar, Type, VarId};
@@ -159,25 +158,7 @@ impl Ck<'_> {
                 return;
             }
         };
-        let mut a = Args {
-            pos: Vec::new(),
-            kw: Vec::new(),
-            span: iter.span,
-        };
-        for x in args {
-            let val = self.eval(x);
-            a.pos.push(Arg { val, span: x.span });
-        }
-        for k in kwargs {
-            let val = self.eval(&k.value);
-            a.kw.push((
-                k.name.name.clone(),
-                Arg {
-                    val,
-                    span: k.value.span,
-                },
-            ));
-        }
+        let a = self.eval_args(args, kwargs, iter.span);
         let params: &[&str] = if kind == "range" {
             &[
                 "arg1",
