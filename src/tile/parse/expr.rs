@@ -75,37 +75,41 @@ impl Parser<'_> {
     }
 
     fn or_test(&mut self) -> PResult<Expr> {
-        let mut lhs = self.and_test()?;
+        self.bool_chain("or", BoolOp::Or, Self::and_test)
+    }
+
+    fn and_test(&mut self) -> PResult<Expr> {
+        self.bool_chain("and", BoolOp::And, Self::not_test)
+    }
+
+    /// `next (kw next)*`, left-associative.
+    fn bool_chain(
+        &mut self,
+        kw: &str,
+        op: BoolOp,
+        next: fn(&mut Self) -> PResult<Expr>,
+    ) -> PResult<Expr> {
+        let mut lhs = next(self)?;
         let mut chain = 0usize;
-        while self.eat_kw("or") {
-            chain += 1;
-            if chain > MAX_CHAIN {
-                return Err(self.error(
-                    self.span(),
-                    "this expression is too long; split it over several statements",
-                ));
-            }
-            let rhs = self.and_test()?;
-            lhs = bool_op(BoolOp::Or, lhs, rhs);
+        while self.eat_kw(kw) {
+            self.chain_link(&mut chain)?;
+            let rhs = next(self)?;
+            lhs = bool_op(op, lhs, rhs);
         }
         Ok(lhs)
     }
 
-    fn and_test(&mut self) -> PResult<Expr> {
-        let mut lhs = self.not_test()?;
-        let mut chain = 0usize;
-        while self.eat_kw("and") {
-            chain += 1;
-            if chain > MAX_CHAIN {
-                return Err(self.error(
-                    self.span(),
-                    "this expression is too long; split it over several statements",
-                ));
-            }
-            let rhs = self.not_test()?;
-            lhs = bool_op(BoolOp::And, lhs, rhs);
+    /// Counts one more link of a chain of operators or postfixes: too many is an error, which
+    /// keeps later recursive stages (checker, writer) from overflowing their stacks.
+    fn chain_link(&mut self, chain: &mut usize) -> PResult<()> {
+        *chain += 1;
+        if *chain > MAX_CHAIN {
+            return Err(self.error(
+                self.span(),
+                "this expression is too long; split it over several statements",
+            ));
         }
-        Ok(lhs)
+        Ok(())
     }
 
     fn not_test(&mut self) -> PResult<Expr> {
@@ -199,13 +203,7 @@ impl Parser<'_> {
         let mut lhs = self.binary_level(level + 1)?;
         let mut chain = 0usize;
         loop {
-            chain += 1;
-            if chain > MAX_CHAIN {
-                return Err(self.error(
-                    self.span(),
-                    "this expression is too long; split it over several statements",
-                ));
-            }
+            self.chain_link(&mut chain)?;
             let op = match self.tok() {
                 Tok::Op(o) => ops.iter().find(|(s, _)| s == o).map(|(_, op)| *op),
                 _ => None,
@@ -283,13 +281,7 @@ impl Parser<'_> {
         let mut e = self.atom()?;
         let mut chain = 0usize;
         loop {
-            chain += 1;
-            if chain > MAX_CHAIN {
-                return Err(self.error(
-                    self.span(),
-                    "this expression is too long; split it over several statements",
-                ));
-            }
+            self.chain_link(&mut chain)?;
             if self.eat_op(".") {
                 let attr = self.ident("an attribute name after `.`")?;
                 let span = e.span.to(attr.span);
