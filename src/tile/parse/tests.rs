@@ -139,3 +139,28 @@ fn py_modules_keep_only_jit_functions() {
     let (_, errors) = parse(src, FileKind::Tile);
     assert!(!errors.is_empty());
 }
+
+#[test]
+fn chains_past_the_limit_are_errors_and_up_to_it_parse() {
+    let limit = super::MAX_CHAIN;
+    for (sep, atom) in [(" or ", "a"), (" and ", "a"), (" + ", "a"), ("", "a.b")] {
+        let long = |n: usize| {
+            if sep.is_empty() {
+                // A postfix chain: `a.b.b.b…`.
+                format!("a{}", ".b".repeat(n))
+            } else {
+                vec![atom; n + 1].join(sep)
+            }
+        };
+        let ok = format!("@triton.jit\ndef k():\n    x = {}\n", long(limit - 1));
+        let (_, errors) = parse(&ok, FileKind::Tile);
+        assert!(errors.is_empty(), "{sep:?} at {}: {errors:?}", limit - 1);
+        let bad = format!("@triton.jit\ndef k():\n    x = {}\n", long(limit + 1));
+        let (_, errors) = parse(&bad, FileKind::Tile);
+        assert!(
+            errors.iter().any(|e| e.message.contains("too long")),
+            "{sep:?} at {}: {errors:?}",
+            limit + 1
+        );
+    }
+}
