@@ -7,7 +7,8 @@ kwb's flush kernel); one call between two CUDA events per sample; the median of 
 kwb's own figures come from `kwb batch --format json` on workspaces/matmul.yaml (CUPTI kernel
 time where available; its timer is printed). The best v5 configuration at each size is also
 timed in this script's own harness: its CUBIN (`kwb inspect --cubin-dir`) loaded by CuPy and
-timed by the code that times cuBLAS and Triton, so that comparison differs only by the kernels. Events also time the launch's host overhead
+timed by the code that times cuBLAS and Triton, so that comparison differs only by the kernels. The "in turn" line then times Triton's
+best kernel and that v5 alternately for five rounds, so that no phase of the run favours either. Events also time the launch's host overhead
 whenever the GPU gets there first, which Triton's Python launcher makes large and variable, so
 cuBLAS and Triton are also timed by their kernels' own durations (torch.profiler, CUPTI: the
 clock kwb reads); the comparisons with kwb use that figure.
@@ -67,8 +68,8 @@ TUTORIAL_CONFIGS = [
 
 
 def triton_median_us(m, n, k):
-    """Triton compiling kernels/matmul/v4.tile, autotuned; (events µs, kernel µs, best config)
-    or None."""
+    """Triton compiling kernels/matmul/v4.tile, autotuned; (events µs, kernel µs, best config,
+    the call) or None."""
     try:
         import importlib.machinery
         import importlib.util
@@ -93,15 +94,15 @@ def triton_median_us(m, n, k):
     call = lambda: kernel[grid](a, b, c, m, n, k)
     call()
     torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
-    return cold_median_us(call), kernels_median_us(call), str(kernel.best_config)
+    return cold_median_us(call), kernels_median_us(call), str(kernel.best_config), call
 
 
 _CUBINS = {}
 
 
 def kwb_same_harness(kwb, version, size, m, n, k):
-    """(events µs, kernel µs) of kwb's compiled `version` at `size`, launched by CuPy from its
-    CUBIN with the workspace's launch, and timed as cuBLAS and Triton are."""
+    """(events µs, kernel µs, the call) of kwb's compiled `version` at `size`, launched by CuPy
+    from its CUBIN with the workspace's launch, and timed as cuBLAS and Triton are."""
     import cupy
     import numpy
     if not _CUBINS:
@@ -121,7 +122,7 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     call()
     torch.cuda.synchronize()
     torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
-    return cold_median_us(call), kernels_median_us(call)
+    return cold_median_us(call), kernels_median_us(call), call
 
 
 def main():
@@ -145,7 +146,7 @@ def main():
               f"{c_ev:.1f} us)")
         tri = triton_median_us(m, n, k)
         if tri:
-            t_ev, t_us, cfg = tri
+            t_ev, t_us, cfg, _ = tri
             rows.append(dict(size=name, version="triton-tutorial-autotuned", us=t_us, events_us=t_ev,
                              cublas_us=c_us, cublas_events_us=c_ev, config=cfg))
             print(f"{'':>18}Triton (v4.tile, tutorial autotune): {t_us:9.1f} us {flop / t_us / 1e6:7.1f} TFLOP/s "
@@ -166,11 +167,19 @@ def main():
                     and (r.get("timing") or {}).get("median_us")),
                    key=lambda r: r["timing"]["median_us"], default=None)
         if best and tri:
-            h_ev, h_us = kwb_same_harness(a.kwb, best["version"], name, m, n, k)
+            h_ev, h_us, h_call = kwb_same_harness(a.kwb, best["version"], name, m, n, k)
             rows.append(dict(size=name, version=best["version"] + " (this harness)", us=h_us,
                              events_us=h_ev, cublas_us=c_us))
             print(f"{'':>18}one harness: {best['version']} {h_us:9.1f} us {flop / h_us / 1e6:7.1f} TFLOP/s "
                   f"(events {h_ev:.1f} us) | Triton {tri[1]:9.1f} us | v5/Triton time {h_us / tri[1]:.3f}")
+            # The two again, in turn for five rounds in this process: the lines above time
+            # Triton's side and then kwb's, and a phase of the run can favour either.
+            rounds = [(kernels_median_us(tri[3], 50), kernels_median_us(h_call, 50)) for _ in range(5)]
+            ratios = [v / t for t, v in rounds]
+            rows[-1].update(in_turn_triton_us=[t for t, _ in rounds], in_turn_v5_us=[v for _, v in rounds])
+            print(f"{'':>18}in turn: Triton {statistics.median(t for t, _ in rounds):9.1f} us | "
+                  f"{best['version']} {statistics.median(v for _, v in rounds):9.1f} us | v5/Triton time "
+                  f"{statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(0), rows=rows), f, indent=1)
