@@ -24,6 +24,30 @@ struct EntryBuilder {
 }
 
 impl EntryBuilder {
+    /// An entry named `name` with `params` laid out as the `.param` space holds them: each at
+    /// the next multiple of its alignment.
+    fn new(name: String, params: Vec<ParamType>) -> EntryBuilder {
+        let mut entry = Entry {
+            name,
+            ..Entry::default()
+        };
+        let mut offset = 0u32;
+        for p in params {
+            let align = p.align.max(1);
+            offset = offset.div_ceil(align) * align;
+            entry.param_offsets.push(offset);
+            offset += p.size;
+            entry.params.push(p);
+        }
+        EntryBuilder {
+            entry,
+            scopes: Vec::new(),
+            labels: HashMap::new(),
+            fixups: Vec::new(),
+            sym_index: HashMap::new(),
+        }
+    }
+
     fn reg(&mut self, name: &str) -> Option<u32> {
         for s in self.scopes.iter().rev() {
             if let Some(&r) = s.names.get(name) {
@@ -164,27 +188,7 @@ pub fn parse(text: &str) -> Result<Module, Vec<PtxError>> {
             if raw.contains(')') {
                 let (h, hl) = header.take().unwrap_or_default();
                 match entry_header(&h) {
-                    Ok((name, params)) => {
-                        let mut entry = Entry {
-                            name,
-                            ..Entry::default()
-                        };
-                        let mut offset = 0u32;
-                        for p in params {
-                            let align = p.align.max(1);
-                            offset = offset.div_ceil(align) * align;
-                            entry.param_offsets.push(offset);
-                            offset += p.size;
-                            entry.params.push(p);
-                        }
-                        cur = Some(EntryBuilder {
-                            entry,
-                            scopes: Vec::new(),
-                            labels: HashMap::new(),
-                            fixups: Vec::new(),
-                            sym_index: HashMap::new(),
-                        });
-                    }
+                    Ok((name, params)) => cur = Some(EntryBuilder::new(name, params)),
                     Err(m) => errors.push(err(hl as usize, 0, m)),
                 }
             }
@@ -258,27 +262,7 @@ pub fn parse(text: &str) -> Result<Module, Vec<PtxError>> {
                 }
                 if t.contains(')') || !t.contains('(') {
                     match entry_header(t) {
-                        Ok((name, params)) => {
-                            let mut entry = Entry {
-                                name,
-                                ..Entry::default()
-                            };
-                            let mut offset = 0u32;
-                            for p in params {
-                                let align = p.align.max(1);
-                                offset = offset.div_ceil(align) * align;
-                                entry.param_offsets.push(offset);
-                                offset += p.size;
-                                entry.params.push(p);
-                            }
-                            cur = Some(EntryBuilder {
-                                entry,
-                                scopes: Vec::new(),
-                                labels: HashMap::new(),
-                                fixups: Vec::new(),
-                                sym_index: HashMap::new(),
-                            });
-                        }
+                        Ok((name, params)) => cur = Some(EntryBuilder::new(name, params)),
                         Err(m) => errors.push(err(ln, col, m)),
                     }
                 } else {
