@@ -5,8 +5,7 @@
 //! races, uninitialised reads, divergent barriers) fail a version; there is no timing.
 
 use super::{
-    compile_failure, fresh_seed, new_report, reference_of, size_seed, BatchError, BatchOptions,
-    BatchOutcome, ProgressLine,
+    fresh_seed, new_report, size_seed, BatchError, BatchOptions, BatchOutcome, ProgressLine,
 };
 use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
 use crate::report::{Backend, Mode, RunResult, Status};
@@ -101,18 +100,14 @@ pub fn run_cpu(
             id += 1;
             progress.start(&v.name, &size.name);
             let r = super::sweep::new_result(ws, v, size);
-            if !c.ok {
-                results.push(if *config_failure {
-                    super::sweep::skipped_compile(r, c)
-                } else {
-                    compile_failure(r, c)
-                });
-                continue;
-            }
-            let c = c.for_size(&size.name);
-            let reference =
-                reference_of(ws, &compiled).map(|(rv, rc)| (rv, rc.for_size(&size.name)));
-            let mut r = r;
+            let (mut r, c, reference) =
+                match super::for_size(ws, &compiled, c, r, *config_failure, &size.name) {
+                    Ok(x) => x,
+                    Err(failed) => {
+                        results.push(*failed);
+                        continue;
+                    }
+                };
             (r.bytes, r.flops) = work(ws, v, size).unwrap_or((None, None));
             let job = match plan_job(ws, v, c, size, arch.spec(), reference, id, &plan) {
                 Ok(j) => j,

@@ -143,20 +143,15 @@ pub fn run(
         for ((v, c), config_failure) in ws.versions.iter().zip(&compiled).zip(&config_failures) {
             id += 1;
             progress.start(&v.name, &size.name);
-            let mut r = sweep::new_result(ws, v, size);
-            if !c.ok {
-                results.push(if *config_failure {
-                    sweep::skipped_compile(r, c)
-                } else {
-                    compile_failure(r, c)
-                });
-                continue;
-            }
-            // A tile version compiled per specialisation: this size's compile (and its
-            // reference's).
-            let c = c.for_size(&size.name);
-            let reference =
-                reference_of(ws, &compiled).map(|(rv, rc)| (rv, rc.for_size(&size.name)));
+            let r = sweep::new_result(ws, v, size);
+            let (mut r, c, reference) =
+                match for_size(ws, &compiled, c, r, *config_failure, &size.name) {
+                    Ok(x) => x,
+                    Err(failed) => {
+                        results.push(*failed);
+                        continue;
+                    }
+                };
             let opts = PlanOptions {
                 seed,
                 bench: bench.clone(),
@@ -269,6 +264,36 @@ pub fn fill_result(r: &mut RunResult, outcome: JobResult, peak: Option<f64>) {
             r.message = Some("cancelled: superseded by a newer save".into());
         }
     }
+}
+
+/// A version's compile for `size` (a tile version is compiled per specialisation), with its
+/// reference's; or, when it did not compile, its result saying so: a sweep configuration that
+/// cannot exist is skipped, any other failure is a compile error.
+#[allow(clippy::type_complexity)]
+pub(crate) fn for_size<'a>(
+    ws: &'a Workspace,
+    compiled: &'a [CompiledVersion],
+    c: &'a CompiledVersion,
+    r: RunResult,
+    config_failure: bool,
+    size: &str,
+) -> Result<
+    (
+        RunResult,
+        &'a CompiledVersion,
+        Option<(&'a crate::workspace::Version, &'a CompiledVersion)>,
+    ),
+    Box<RunResult>,
+> {
+    if !c.ok {
+        return Err(Box::new(if config_failure {
+            sweep::skipped_compile(r, c)
+        } else {
+            compile_failure(r, c)
+        }));
+    }
+    let reference = reference_of(ws, compiled).map(|(rv, rc)| (rv, rc.for_size(size)));
+    Ok((r, c.for_size(size), reference))
 }
 
 pub(crate) fn reference_of<'a>(
