@@ -25,8 +25,10 @@
 //! Guarantee: events on watched files that follow each other by less than `7/8 × debounce` give
 //! exactly one `Changed`, delivered about `1.5 × debounce` to `1.625 × debounce` (plus scheduling
 //! delay) after the last of them, so a save whose steps are that close is read once, when done.
-//! Gaps longer than `debounce + debounce / 8` always give separate events. Activity that never
-//! pauses is still reported at least every [`MAX_DELAY_FACTOR`] × `debounce`.
+//! Gaps longer than `debounce + debounce / 8` always give separate events, except that a file
+//! reported again within [`MAX_DELAY_FACTOR`] × `debounce` with the same bytes is not reported
+//! (the tail of one save whose steps were spread out, such as vim's fsync on a loaded machine).
+//! Activity that never pauses is still reported at least every [`MAX_DELAY_FACTOR`] × `debounce`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -291,6 +293,11 @@ fn coalesce(
     mut on_change: impl FnMut(Changed),
 ) {
     let max_delay = quiet * MAX_DELAY_FACTOR;
+    // Each path's content at its last report, and when. A path reported again within
+    // `max_delay` with the same bytes is the tail of the same save (an editor's fsync or
+    // attribute change after a pause longer than `quiet`, as vim's on a loaded machine), not a
+    // new change: it is dropped.
+    let mut reported: HashMap<PathBuf, (Option<u64>, Instant)> = HashMap::new();
     while let Ok(first) = rx.recv() {
         let deadline = Instant::now() + max_delay;
         let mut pending: BTreeSet<PathBuf> = first.into_iter().collect();
@@ -313,6 +320,17 @@ fn coalesce(
                 .filter(|p| set.given.contains(p))
                 .collect()
         };
+        let now = Instant::now();
+        let paths: Vec<PathBuf> = paths
+            .into_iter()
+            .filter(|p| {
+                let digest = content_digest(p);
+                let again = matches!(reported.get(p),
+                    Some((d, at)) if *d == digest && now.duration_since(*at) < max_delay);
+                reported.insert(p.clone(), (digest, now));
+                !again
+            })
+            .collect();
         if !paths.is_empty() {
             on_change(Changed { paths });
         }
@@ -320,6 +338,15 @@ fn coalesce(
             break;
         }
     }
+}
+
+/// A hash of the file's bytes (None when it cannot be read: missing, or a directory).
+fn content_digest(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
 }
 
 #[cfg(test)]

@@ -192,6 +192,20 @@ fn real_vim_save() {
     assert_eq!(b.expect_one(&["k.cu"]), [Some("v1\n".into())]);
 }
 
+/// A save whose last step comes after a pause longer than the debounce, leaving the bytes as the
+/// first report saw them (vim's fsync or attribute change on a loaded machine), is still one
+/// `Changed`; a real change right after is reported.
+#[test]
+fn a_late_step_that_leaves_the_bytes_unchanged_is_not_a_second_change() {
+    let b = Bench::new(&["k.cu"], &["k.cu"]);
+    fs::write(b.path("k.cu"), "v1").unwrap();
+    sleep(DEBOUNCE * 3);
+    fs::write(b.path("k.cu"), "v1").unwrap();
+    assert_eq!(b.expect_one(&["k.cu"]), [Some("v1".into())]);
+    fs::write(b.path("k.cu"), "v2").unwrap();
+    assert_eq!(b.expect_one(&["k.cu"]), [Some("v2".into())]);
+}
+
 #[test]
 fn sed_in_place_renames_its_temporary_over_the_file() {
     let b = Bench::new(&["k.cu"], &["k.cu"]);
