@@ -55,7 +55,7 @@ impl Writer<'_> {
 
     /// [`Writer::vector_width`] were `ptr` and `mask` held in layout `l`.
     pub fn vector_width_in(&self, l: &Layout, ptr: VarId, mask: Option<VarId>) -> u64 {
-        if self.fused {
+        if self.per_element {
             return 1;
         }
         let s = elem_scalar(self.k, ptr);
@@ -120,7 +120,7 @@ impl Writer<'_> {
         let size = u64::from(s.size());
         let bytes = w * size;
         if w == 1 || !matches!(bytes, 4 | 8 | 16) {
-            if self.fused {
+            if self.per_element {
                 self.open("{");
             } else {
                 self.line("#pragma unroll");
@@ -352,7 +352,7 @@ impl Writer<'_> {
                 format!("e += {w}"),
             )
         };
-        if self.fused {
+        if self.per_element {
             self.line(&access);
             return;
         }

@@ -169,7 +169,7 @@ impl Writer<'_> {
                 }
             }
         }
-        self.fused = true;
+        self.per_element = true;
         // The prefix's scalars are already set; its tiles are recomputed as scalars.
         for s in head {
             if matches!(&s.kind, StmtKind::Assign { dst, .. } if self.is_tile(*dst)) {
@@ -177,7 +177,7 @@ impl Writer<'_> {
             }
         }
         self.block(rest);
-        self.fused = false;
+        self.per_element = false;
         self.close("}");
         self.close("}");
     }

@@ -98,9 +98,9 @@ pub struct Writer<'k> {
     pub uses_warpgroup: bool,
     /// Splats of a scalar read as that scalar, never written to registers (`uniform.rs`).
     uniform: HashMap<VarId, VarId>,
-    /// Inside the tail split's element loop (`tail.rs`): each tile is one scalar, `name_s`,
+    /// Inside the tail split's element loop (`streaming.rs`): each tile is one scalar, `name_s`,
     /// and every statement handles element `e` alone.
-    pub fused: bool,
+    pub per_element: bool,
     /// Inside the tail split's vector path: the tile masks whose elements are all true in
     /// this thread, which loads and stores drop.
     pub true_masks: Vec<VarId>,
@@ -155,7 +155,7 @@ impl<'k> Writer<'k> {
             undeclared: Vec::new(),
             uses_warpgroup: false,
             uniform,
-            fused: false,
+            per_element: false,
             true_masks: Vec::new(),
         }
     }
@@ -219,7 +219,7 @@ impl<'k> Writer<'k> {
             self.name(*s).to_string()
         } else if let Some(off) = self.strided_at.get(&v) {
             format!("({}[{e}] + {off})", self.name(v))
-        } else if self.is_tile(v) && self.fused {
+        } else if self.is_tile(v) && self.per_element {
             format!("{}_s", self.name(v))
         } else if self.is_tile(v) {
             format!("{}[{e}]", self.name(v))
@@ -242,7 +242,7 @@ impl<'k> Writer<'k> {
 
     /// Emits `dst = expr` for every element of `dst` (a loop over registers for a tile).
     pub fn each(&mut self, dst: VarId, expr: impl Fn(&Self, &str) -> String) {
-        if self.is_tile(dst) && self.fused {
+        if self.is_tile(dst) && self.per_element {
             let body = format!("{} = {};", self.at(dst, "e"), expr(self, "e"));
             self.line(&body);
         } else if self.is_tile(dst) {
@@ -653,7 +653,7 @@ impl<'k> Writer<'k> {
         } else {
             1
         };
-        if ept % 2 != 0 || self.fused {
+        if ept % 2 != 0 || self.per_element {
             self.each(dst, |w, e| {
                 format!("{}({}, {})", p.one, w.at(l, e), w.at(r, e))
             });
