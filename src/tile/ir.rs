@@ -164,14 +164,10 @@ pub enum BinOp {
     Add,
     Sub,
     Mul,
-    /// Float division, or integer division truncating toward zero (C, as Triton on tiles).
+    /// Float division, or integer division truncating toward zero (C, as Triton's `//`).
     Div,
-    /// Integer remainder with the sign of the dividend (C, as Triton on tiles).
+    /// Float `fmod`, or integer remainder with the sign of the dividend (C, as Triton's `%`).
     Rem,
-    /// Integer division rounding toward negative infinity (Python `//`, on scalars).
-    FloorDiv,
-    /// Integer remainder with the sign of the divisor (Python `%`, on scalars).
-    FloorRem,
     /// `tl.minimum` / `tl.maximum`: a NaN operand gives the other operand (as `fminf`).
     Min,
     Max,

@@ -3,7 +3,6 @@
 #pragma nv_diag_suppress 550
 
 // kwb helpers: Triton's fp32 math (approximate ex2/lg2/sqrt/rsqrt/sin/cos, div.full), predicated vector accesses, atomics, arg reductions.
-template <typename T> static __device__ __forceinline__ T kwb_floordiv(T a, T b) { T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static __device__ __forceinline__ void kwb_ld16s(unsigned short& r, const void* p, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %2, 0;\n @%%kwb_p ld.global.b16 %0, [%1];\n}"
                  : "+h"(r) : "l"(p), "r"((int)m) : "memory");
@@ -211,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 17 "tests/tile/dot_cases.tile"
     t43 = 16;
 #line 17 "tests/tile/dot_cases.tile"
-    t44 = kwb_floordiv<int>(t42, t43);
+    t44 = (int)(t42 / t43);
 #line 17 "tests/tile/dot_cases.tile"
     t45 = 0;
 #line 17 "tests/tile/dot_cases.tile"

@@ -43,7 +43,6 @@ impl Ck<'_> {
         };
         let mut dtype = promote(a, b);
         let sym = op.symbol();
-        let tile = !self.shape_of(&l).is_empty() || !self.shape_of(&r).is_empty();
         let bin = match op {
             BinaryOp::Add => BinOp::Add,
             BinaryOp::Sub => BinOp::Sub,
@@ -60,10 +59,12 @@ impl Ck<'_> {
                     "`//` needs integer operands; for floats write `tl.floor(a / b)`",
                 )
             }
-            BinaryOp::FloorDiv if tile => BinOp::Div,
-            BinaryOp::FloorDiv => BinOp::FloorDiv,
-            BinaryOp::Mod if tile || dtype.is_float() => BinOp::Rem,
-            BinaryOp::Mod => BinOp::FloorRem,
+            // On runtime integers, tiles and scalars alike, Triton's `//` truncates toward zero
+            // and its `%` takes the dividend's sign (C's rounding: Triton 3.6 on an H100 gives
+            // -7 // 2 = -3 and -7 % 2 = -1 for kernel arguments too). Only compile-time numbers
+            // fold with Python's rounding (`fold.rs`), as Triton's frontend folds them.
+            BinaryOp::FloorDiv => BinOp::Div,
+            BinaryOp::Mod => BinOp::Rem,
             BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::Shl | BinaryOp::Shr
                 if dtype.is_float() =>
             {

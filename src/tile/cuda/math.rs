@@ -72,16 +72,6 @@ pub const HELPERS: &[(&str, &str)] = &[
 "#,
     ),
     (
-        "kwb_floordiv",
-        r#"template <typename T> static __device__ __forceinline__ T kwb_floordiv(T a, T b) { T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-"#,
-    ),
-    (
-        "kwb_floorrem",
-        r#"template <typename T> static __device__ __forceinline__ T kwb_floorrem(T a, T b) { T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-"#,
-    ),
-    (
         "kwb_ld128",
         r#"static __device__ __forceinline__ void kwb_ld128(uint4& r, const void* p, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %5, 0;\n @%%kwb_p ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\n}"
@@ -276,14 +266,6 @@ pub fn binary(op: BinOp, s: Scalar, a: &str, b: &str) -> Result<String, String> 
         Rem if s == Scalar::F32 => format!("fmodf({a}, {b})"),
         Rem if s == Scalar::F64 => format!("fmod({a}, {b})"),
         Rem => typed("%"),
-        FloorDiv if s == Scalar::F32 => format!("floorf({a} / {b})"),
-        FloorDiv if s == Scalar::F64 => format!("floor({a} / {b})"),
-        FloorRem if s == Scalar::F32 => format!("({a} - {b} * floorf({a} / {b}))"),
-        FloorRem if s == Scalar::F64 => format!("({a} - {b} * floor({a} / {b}))"),
-        FloorDiv if s.is_unsigned_int() || s == Scalar::I1 => typed("/"),
-        FloorRem if s.is_unsigned_int() || s == Scalar::I1 => typed("%"),
-        FloorDiv => format!("kwb_floordiv<{t}>({a}, {b})"),
-        FloorRem => format!("kwb_floorrem<{t}>({a}, {b})"),
         Min if s == Scalar::F32 => format!("fminf({a}, {b})"),
         Max if s == Scalar::F32 => format!("fmaxf({a}, {b})"),
         Min if s == Scalar::F64 => format!("fmin({a}, {b})"),

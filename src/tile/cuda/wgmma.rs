@@ -216,23 +216,30 @@ impl Writer<'_> {
         self.line(&format!("const unsigned kwb_sb = {};", rb.base));
         self.wgmma_keep(&d, mma.ept());
         self.line("kwb_wgmma_fence();");
-        self.line("#pragma unroll");
-        self.open(&format!("for (int kk = 0; kk < {k}; kk += 16) {{"));
+        // Each operand's descriptor is built once; a step's is that one plus the step's byte
+        // offset / 16, added to the start-address field (bits 0-13, the address / 16). The
+        // offsets stay inside the ring, below 256 KiB, so the field never carries into the
+        // next: a 64-bit add of a constant per wgmma instead of rebuilding every field.
         self.line(&format!(
-            "const unsigned long long kwb_db = kwb_wgmma_desc(kwb_sb + kk * {wb}, {}, {}, {});",
+            "const unsigned long long kwb_da = kwb_wgmma_desc(kwb_sa, 16, {}, {});",
+            8 * wa,
+            mode(wa)
+        ));
+        self.line(&format!(
+            "const unsigned long long kwb_db = kwb_wgmma_desc(kwb_sb, {}, {}, {});",
             k * wb,
             8 * wb,
             mode(wb)
         ));
         self.line("#pragma unroll");
+        self.open(&format!("for (int kk = 0; kk < {k}; kk += 16) {{"));
+        self.line("#pragma unroll");
         self.line(&format!(
-            "for (int i = 0; i < {mt}; ++i) {f}(&{d}[i * {half}], kwb_wgmma_desc(kwb_sa + ((kk * 2) / {wa}) * {block} + i * {step} + (kk * 2) % {wa}, 16, {sbo}, {mode}), kwb_db);",
+            "for (int i = 0; i < {mt}; ++i) {f}(&{d}[i * {half}], kwb_da + (((kk * 2) / {wa}) * {block} + i * {step} + (kk * 2) % {wa}) / 16, kwb_db + kk * {wb} / 16);",
             mt = mma.mt,
             half = n / 2,
             block = m * wa,
             step = 64 * wa,
-            sbo = 8 * wa,
-            mode = mode(wa),
         ));
         self.close("}");
         self.line("kwb_wgmma_commit();");

@@ -171,15 +171,6 @@ fn float_binary(op: BinOp, a: &[f64], b: &[f64], o: &mut [f64]) -> Result<(), Fa
         BinOp::Div => map2(o, a, b, |x, y| x / y),
         // C's fmod.
         BinOp::Rem => map2(o, a, b, |x, y| x % y),
-        BinOp::FloorDiv => map2(o, a, b, |x, y| (x / y).floor()),
-        BinOp::FloorRem => map2(o, a, b, |x, y| {
-            let r = x % y;
-            if r != 0.0 && (r < 0.0) != (y < 0.0) {
-                r + y
-            } else {
-                r
-            }
-        }),
         BinOp::Min => map2(o, a, b, fmin),
         BinOp::Max => map2(o, a, b, fmax),
         _ => return Err(Fault::interp(format!("{op:?} on floats"))),
@@ -238,38 +229,16 @@ fn int_binary(op: BinOp, s: Scalar, a: &[i64], b: &[i64], o: &mut [i64]) {
         BinOp::BitAnd => map2(o, a, b, |x, y| x & y),
         BinOp::BitOr => map2(o, a, b, |x, y| x | y),
         BinOp::BitXor => map2(o, a, b, |x, y| x ^ y),
-        BinOp::Div | BinOp::FloorDiv if u64s => map2(o, a, b, |x, y| match y {
+        BinOp::Div if u64s => map2(o, a, b, |x, y| match y {
             0 => -1,
             _ => ((x as u64) / (y as u64)) as i64,
         }),
-        BinOp::Rem | BinOp::FloorRem if u64s => map2(o, a, b, |x, y| match y {
+        BinOp::Rem if u64s => map2(o, a, b, |x, y| match y {
             0 => x,
             _ => ((x as u64) % (y as u64)) as i64,
         }),
         BinOp::Div => map2(o, a, b, |x, y| if y == 0 { -1 } else { x.wrapping_div(y) }),
         BinOp::Rem => map2(o, a, b, |x, y| if y == 0 { x } else { x.wrapping_rem(y) }),
-        BinOp::FloorDiv => map2(o, a, b, |x, y| {
-            if y == 0 {
-                return -1;
-            }
-            let q = x.wrapping_div(y);
-            if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) {
-                q.wrapping_sub(1)
-            } else {
-                q
-            }
-        }),
-        BinOp::FloorRem => map2(o, a, b, |x, y| {
-            if y == 0 {
-                return x;
-            }
-            let r = x.wrapping_rem(y);
-            if r != 0 && ((r < 0) != (y < 0)) {
-                r.wrapping_add(y)
-            } else {
-                r
-            }
-        }),
         BinOp::Min if u64s => map2(o, a, b, |x, y| (x as u64).min(y as u64) as i64),
         BinOp::Max if u64s => map2(o, a, b, |x, y| (x as u64).max(y as u64) as i64),
         BinOp::Min => map2(o, a, b, i64::min),
