@@ -59,7 +59,7 @@ fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
         ("matmul.yaml", "v4", ["odd", "odd8"]),
         (
             "matmul.yaml",
-            "v5[BM=128,BN=256,BK=64,STAGES=3]",
+            "v5[BM=128,BN=256,BK=64,STAGES=3,GROUP=8]",
             ["odd", "odd8"],
         ),
     ];
