@@ -8,7 +8,7 @@
 
 use super::format::{gbps, percent, result_label, result_status};
 use super::gpu::device;
-use super::text::{frame, sentence, sentence_rows, width, Pen};
+use super::text::{frame, sentence, sentence_rows, truncate, width, Pen};
 use crate::report::RunResult;
 use crate::ui::app::App;
 use crate::ui::theme::{Role, Theme};
@@ -20,6 +20,8 @@ use ratatui::text::Span;
 const EIGHTHS: [&str; 8] = [" ", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
 /// `" 2841  94%"`: the value column's width.
 const VALUE_WIDTH: u16 = 11;
+/// The fewest bar cells a row keeps when names are long.
+const MIN_BAR: u16 = 4;
 /// `" 2841 GB/s"`: the GB/s column's width beside TFLOP/s.
 const GBPS_WIDTH: u16 = 11;
 /// Flops per byte from which a size's TFLOP/s are shown: far above elementwise work and
@@ -131,12 +133,15 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     let first = app.selected.saturating_sub(rows - 1);
+    // Long (swept) names give way, cut with `…`, before the figures and a short bar do.
+    let name_room = inner.width.saturating_sub(value_width + MIN_BAR + 1);
     let name_width = app
         .versions
         .iter()
         .map(|v| width(&v.name))
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(name_room);
     for (row, (i, v)) in app
         .versions
         .iter()
@@ -152,11 +157,8 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         } else {
             Role::Text
         };
-        pen.text(buf, &v.name, theme.style(role)).skip_to(
-            buf,
-            name_width + 1,
-            theme.style(Role::Text),
-        );
+        pen.text(buf, &truncate(&v.name, name_width), theme.style(role))
+            .skip_to(buf, name_width + 1, theme.style(Role::Text));
         let r = result(app, i);
         let Some(x) = r.and_then(value) else {
             pen.text(buf, "–", theme.style(Role::Dim));
