@@ -213,7 +213,7 @@ struct InspectArgs {
     /// Only this version (repeatable).
     #[arg(long = "version", value_name = "V")]
     versions: Vec<String>,
-    /// Target architecture, e.g. sm_90 (default: the workspace's, else the GPU's, else sm_90).
+    /// Target architecture, e.g. sm_90, or sm_90a for Hopper-only instructions such as wgmma (default: the workspace's, else the GPU's, else sm_90).
     #[arg(long)]
     arch: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]

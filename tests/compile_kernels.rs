@@ -223,3 +223,37 @@ fn the_tile_matmul_keeps_its_wgmma_pipeline_and_its_registers_on_hopper() {
         }
     }
 }
+
+#[test]
+fn a_workspace_for_sm_90a_compiles_hopper_only_instructions() {
+    // `wgmma` exists on sm_90a alone: a CUDA kernel that uses it needs `arch: sm_90a`, and
+    // the same kernel for plain sm_90 fails in ptxas, on the kernel's line.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("fence.cu"),
+        "extern \"C\" __global__ void fence(float* x, int n) {\n    \
+         asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n    \
+         if ((int)threadIdx.x < n) x[threadIdx.x] = 1.0f;\n}\n",
+    )
+    .unwrap();
+    let yaml = "arch: sm_90a\nsizes: [{N: 128}]\nbuffers:\n  x: {dtype: f32, shape: [N], output: true}\n\
+                versions:\n  v1: {file: fence.cu, entry: fence, grid: 1, block: 128, args: [x, N]}\n";
+    let path = dir.path().join("ws.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let ws = kwb::workspace::load(&path).unwrap();
+    let arch = ws.arch.expect("the workspace names its arch");
+    assert_eq!(arch.to_string(), "sm_90a");
+    let specific = support::compiler("sm_90a").compile_version(Some(&ws), &ws.versions[0]);
+    assert!(specific.ok, "{:#?}", specific.diagnostics);
+    assert!(specific.ptx.contains(".target sm_90a"), "{}", specific.ptx);
+    let plain = support::compiler("sm_90").compile_version(Some(&ws), &ws.versions[0]);
+    assert!(!plain.ok, "wgmma compiled for plain sm_90");
+    assert!(
+        plain
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("wgmma")),
+        "{:#?}",
+        plain.diagnostics
+    );
+}

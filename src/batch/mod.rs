@@ -108,6 +108,7 @@ pub fn run(
         .map_err(|e| BatchError::NoGpu(e.to_string()))?;
     let arch = Arch::parse(&device.arch)
         .map_err(|e| BatchError::NoGpu(format!("{}: {e}", device.name)))?;
+    let arch = Arch::for_gpu(arch, ws.arch);
     let cache = if opts.cache {
         Cache::default_location()
     } else {

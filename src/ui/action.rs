@@ -244,8 +244,12 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             event,
         } => run_event(app, index, generation, size, event),
         Action::Gpu(g) => {
+            // The GPU's arch, in the architecture-specific form (sm_90a) when that is the
+            // form of the same chip the workspace targets.
             let device_arch = match &g {
-                GpuState::Present(d) => crate::compile::Arch::parse(&d.arch).ok(),
+                GpuState::Present(d) => crate::compile::Arch::parse(&d.arch)
+                    .ok()
+                    .map(|gpu| crate::compile::Arch::for_gpu(gpu, Some(app.arch))),
                 _ => None,
             };
             app.gpu = g;

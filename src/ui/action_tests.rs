@@ -192,6 +192,19 @@ fn a_gpu_of_another_arch_recompiles_everything_for_it() {
 }
 
 #[test]
+fn an_sm_90a_workspace_stays_sm_90a_on_its_sm_90_gpu() {
+    let mut app = app();
+    app.arch = Arch::parse("sm_90a").unwrap();
+    let device = crate::report::DeviceInfo::stand_in("sm_90");
+    let effects = update(&mut app, Action::Gpu(GpuState::Present(device)));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Retarget(_))),
+        "{effects:?}"
+    );
+    assert_eq!(app.arch.to_string(), "sm_90a");
+}
+
+#[test]
 fn the_reconnect_key_asks_the_gpu_thread_to_reconnect() {
     let mut app = app();
     assert_eq!(update(&mut app, Action::Reconnect), vec![Effect::Reconnect]);
