@@ -5,7 +5,8 @@ kwb's tile language is Triton's, so a kernel must compute what Triton computes. 
 runs one Triton kernel that divides -7 by 2 on a runtime scalar (a kernel argument, and one
 derived from `tl.program_id`), on a tile, and on floats, and checks the results against C's
 rounding (`//` truncates toward zero, `%` takes the dividend's sign, float `%` is fmod),
-which is what kwb generates and interprets (`src/tile/check/ops.rs`). Compile-time numbers
+which is what kwb generates and interprets (`src/tile/check/ops.rs`; the "kwb" column is that
+rule, which tests/tile_interp.rs checks on kwb itself). Compile-time numbers
 fold with Python's rounding in both (`-7 // 2 == -4` on literals).
 
 Usage (on a GPU machine with torch and Triton): python3 scripts/triton_int_semantics.py
@@ -52,7 +53,7 @@ def main():
     for what, g, want in rows:
         ok = g == want
         bad += not ok
-        print(f"  {what:28} Triton {g:6}  C rounding {want:6}  {'same' if ok else 'DIFFERENT'}")
+        print(f"  {what:28} Triton {g:6}  kwb {want:6}  {'same' if ok else 'DIFFERENT'}")
     sys.exit(1 if bad else 0)
 
 
