@@ -8,7 +8,7 @@
 
 use super::format::{gbps, percent, result_label, result_status};
 use super::gpu::device;
-use super::text::{frame, sentence, sentence_rows, truncate, width, Pen};
+use super::text::{fit_name, frame, sentence, sentence_rows, width, Pen};
 use crate::report::RunResult;
 use crate::ui::app::App;
 use crate::ui::theme::{Role, Theme};
@@ -133,23 +133,16 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     let first = app.selected.saturating_sub(rows - 1);
-    // Long (swept) names give way, cut with `…`, before the figures and a short bar do.
+    // Long (swept) names give way (their values alone, else cut with `…`) before the figures
+    // and a short bar do.
     let name_room = inner.width.saturating_sub(value_width + MIN_BAR + 1);
-    let name_width = app
+    let names: Vec<String> = app
         .versions
         .iter()
-        .map(|v| width(&v.name))
-        .max()
-        .unwrap_or(0)
-        .min(name_room);
-    for (row, (i, v)) in app
-        .versions
-        .iter()
-        .enumerate()
-        .skip(first)
-        .take(rows)
-        .enumerate()
-    {
+        .map(|v| fit_name(&v.name, name_room))
+        .collect();
+    let name_width = names.iter().map(|n| width(n)).max().unwrap_or(0);
+    for (row, (i, name)) in names.iter().enumerate().skip(first).take(rows).enumerate() {
         let y = row as u16 + 1; // < inner.height
         let mut pen = Pen::row(buf, inner, y);
         let role = if i == app.selected {
@@ -157,8 +150,11 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         } else {
             Role::Text
         };
-        pen.text(buf, &truncate(&v.name, name_width), theme.style(role))
-            .skip_to(buf, name_width + 1, theme.style(Role::Text));
+        pen.text(buf, name, theme.style(role)).skip_to(
+            buf,
+            name_width + 1,
+            theme.style(Role::Text),
+        );
         let r = result(app, i);
         let Some(x) = r.and_then(value) else {
             pen.text(buf, "–", theme.style(Role::Dim));

@@ -4,7 +4,7 @@
 //! the status word is cut first: the icon, name, marks and `(stale)` always show.
 
 use super::format::version_status;
-use super::text::{frame, truncate, width, Pen};
+use super::text::{fit_name, frame, truncate, width, Pen};
 use crate::ui::app::{App, Focus};
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
@@ -47,12 +47,14 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Pen::row(buf, inner, 0).text(buf, "No versions.", theme.style(Role::Dim));
         return;
     }
-    let name_width = app
+    // Names come before the status word; a long (swept) name shows its values alone.
+    let room = inner.width.saturating_sub(2);
+    let names: Vec<String> = app
         .versions
         .iter()
-        .map(|v| width(&v.name))
-        .max()
-        .unwrap_or(0);
+        .map(|v| fit_name(&v.name, room))
+        .collect();
+    let name_width = names.iter().map(|n| width(n)).max().unwrap_or(0);
     let first = first_visible(app, inner.height);
     for (row, (i, v)) in app.versions.iter().enumerate().skip(first).enumerate() {
         let Ok(row) = u16::try_from(row) else { break };
@@ -64,7 +66,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         pen.text(buf, icon, theme.style(role))
             .text(buf, " ", theme.style(Role::Text));
         let start = pen.column();
-        pen.text(buf, &v.name, theme.style(Role::Text));
+        pen.text(buf, &names[i], theme.style(Role::Text));
         pen.skip_to(buf, start + name_width, theme.style(Role::Text));
         if let Some(m) = app.marks.iter().position(|&m| m == i) {
             pen.text(buf, &format!(" [{}]", m + 1), theme.style(Role::Accent));
