@@ -257,3 +257,34 @@ fn a_workspace_for_sm_90a_compiles_hopper_only_instructions() {
         plain.diagnostics
     );
 }
+
+#[test]
+fn a_diagnostic_of_one_specialisation_names_its_size_and_whether_only_the_cpu_runs_it() {
+    // At the CPU-only size `odd` (N = 45: B's rows are not 4-byte aligned, so its copies are
+    // per-element loads whose 32 pointers a thread keeps) the matmul spills and ptxas
+    // serialises its wgmmas. That advice concerns no GPU run, and says so.
+    let c = support::compiler("sm_90");
+    let path = support::repo().join("workspaces/matmul.yaml");
+    let mut ws = kwb::workspace::load(&path).unwrap();
+    ws.versions.retain(|v| v.name == "v4");
+    let out = c.compile_version(Some(&ws), &ws.versions[0]);
+    assert!(out.ok, "{:#?}", out.diagnostics);
+    let serialised: Vec<_> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("serialized"))
+        .collect();
+    assert!(
+        !serialised.is_empty(),
+        "the odd size's advice went away: {:#?}",
+        out.diagnostics
+    );
+    for d in serialised {
+        assert!(
+            d.message
+                .ends_with("(the specialisation for size odd, which only the CPU runs)"),
+            "{}",
+            d.message
+        );
+    }
+}

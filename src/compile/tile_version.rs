@@ -153,20 +153,13 @@ impl Compiler {
                 out
             })
             .collect();
+        let diagnostics = merge_diagnostics(&compiled, ws);
         let mut first = compiled.remove(0);
         if compiled.is_empty() {
             first.sizes.clear();
         }
         first.ok = first.ok && compiled.iter().all(|c| c.ok);
-        for c in &compiled {
-            first.diagnostics.extend(
-                c.diagnostics
-                    .iter()
-                    .filter(|d| !first.diagnostics.contains(d))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
-        }
+        first.diagnostics = diagnostics;
         first.variants = compiled;
         first.millis = start.elapsed().as_secs_f64() * 1e3;
         first
@@ -213,6 +206,48 @@ impl Compiler {
         self.compile_cuda(ws, v, &cuda, &[], &mut out);
         out
     }
+}
+
+/// The diagnostics of every specialisation of a version, each once. One that some
+/// specialisations have and others do not names the sizes it concerns, and says so when only
+/// the CPU runs them (`emulate: true`): a ptxas advice about a CPU-only specialisation is no
+/// advice about the GPU runs.
+fn merge_diagnostics(compiled: &[CompiledVersion], ws: Option<&Workspace>) -> Vec<Diagnostic> {
+    let mut merged: Vec<(Diagnostic, usize, Vec<String>)> = Vec::new();
+    for c in compiled {
+        for d in &c.diagnostics {
+            match merged.iter_mut().find(|(m, _, _)| m == d) {
+                Some((_, n, sizes)) => {
+                    *n += 1;
+                    sizes.extend(c.sizes.iter().cloned());
+                }
+                None => merged.push((d.clone(), 1, c.sizes.clone())),
+            }
+        }
+    }
+    let emulated = |name: &String| {
+        ws.and_then(|ws| ws.sizes.iter().find(|s| &s.name == name))
+            .is_some_and(|s| s.emulate)
+    };
+    merged
+        .into_iter()
+        .map(|(mut d, n, sizes)| {
+            if n < compiled.len() && !sizes.is_empty() {
+                let plural = if sizes.len() > 1 { "s" } else { "" };
+                let cpu = if sizes.iter().all(emulated) {
+                    ", which only the CPU runs"
+                } else {
+                    ""
+                };
+                d.message = format!(
+                    "{} (the specialisation for size{plural} {}{cpu})",
+                    d.message,
+                    sizes.join(", ")
+                );
+            }
+            d
+        })
+        .collect()
 }
 
 /// A bare `.tile`/`.py` file (no workspace): every kernel that no other calls, with parameters named like
