@@ -72,6 +72,15 @@ pub struct SweepPoint {
     pub values: Vec<(String, String)>,
 }
 
+impl SweepPoint {
+    /// The configuration's name without its axis names, `parent[1,2]`: for a column too
+    /// narrow for [`config_name`]'s (the Sweep tab names the axes, in the same order).
+    pub fn short_name(&self) -> String {
+        let values: Vec<&str> = self.values.iter().map(|(_, v)| v.as_str()).collect();
+        format!("{}[{}]", self.parent, values.join(","))
+    }
+}
+
 /// The name of the configuration with `values`: `parent[a=1,b=2]`.
 pub fn config_name(parent: &str, values: &[(String, String)]) -> String {
     let inner: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();

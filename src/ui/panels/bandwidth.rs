@@ -6,9 +6,9 @@
 //! against the dense fp16 tensor-core peak ([`crate::report::DeviceInfo::tensor_peak_tflops`]),
 //! with % of it and GB/s beside them.
 
-use super::format::{gbps, percent, result_label, result_status};
+use super::format::{fit_name, gbps, percent, result_label, result_status};
 use super::gpu::device;
-use super::text::{fit_name, frame, sentence, sentence_rows, width, Pen};
+use super::text::{frame, sentence, sentence_rows, width, Pen};
 use crate::report::RunResult;
 use crate::ui::app::App;
 use crate::ui::theme::{Role, Theme};
@@ -136,10 +136,8 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     // Long (swept) names give way (their values alone, else cut with `…`) before the figures
     // and a short bar do.
     let name_room = inner.width.saturating_sub(value_width + MIN_BAR + 1);
-    let names: Vec<String> = app
-        .versions
-        .iter()
-        .map(|v| fit_name(&v.name, name_room))
+    let names: Vec<String> = (0..app.versions.len())
+        .map(|i| fit_name(app, i, name_room))
         .collect();
     let name_width = names.iter().map(|n| width(n)).max().unwrap_or(0);
     for (row, (i, name)) in names.iter().enumerate().skip(first).take(rows).enumerate() {

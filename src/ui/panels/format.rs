@@ -1,9 +1,11 @@
 //! How numbers, paths and statuses read on screen, shared by the panels so that the same
 //! quantity looks the same everywhere (a median in Timing and in Compare, say).
 
+use super::text::{truncate, width};
 use crate::report::Status;
 use crate::ui::app::{App, VersionStatus};
 use crate::ui::theme::Role;
+use crate::workspace::SweepPoint;
 use std::path::Path;
 
 /// Bytes as `0 B`, `512 B`, `48 KiB`, `1.5 KiB`, `2 MiB`.
@@ -99,6 +101,24 @@ pub fn result_label(status: Status) -> String {
     status.as_str().replace('_', " ")
 }
 
+/// Version `i`'s name in at most `max` cells: as it is when it fits; a swept configuration
+/// (`v5[BM=64,BN=128]`) by its values alone ([`SweepPoint::short_name`], `v5[64,128]`) when
+/// that fits; else cut with `…`.
+pub fn fit_name(app: &App, i: usize, max: u16) -> String {
+    let name = &app.versions[i].name;
+    if width(name) <= max {
+        return name.clone();
+    }
+    let short = app
+        .workspace
+        .versions
+        .get(i)
+        .filter(|w| &w.name == name)
+        .and_then(|w| w.sweep.as_ref())
+        .map(SweepPoint::short_name);
+    truncate(short.as_deref().unwrap_or(name), max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +134,19 @@ mod tests {
         assert_eq!(gbps(2841.4), "2841");
         assert_eq!(percent(94.4), "94%");
         assert_eq!(percent(7.46), "7.5%");
+    }
+
+    #[test]
+    fn a_long_swept_name_shows_its_values_alone_before_it_is_cut() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("workspaces/matmul.yaml");
+        let ws = crate::workspace::load(&path).unwrap();
+        let mut app = App::new(ws, crate::compile::Arch::DEFAULT);
+        let name = "v5[BM=64,BN=128,BK=32,STAGES=3,GROUP=16]";
+        let i = app.versions.iter().position(|v| v.name == name).unwrap();
+        assert_eq!(super::fit_name(&app, i, 60), name);
+        assert_eq!(super::fit_name(&app, i, 22), "v5[64,128,32,3,16]");
+        assert_eq!(super::fit_name(&app, i, 10), "v5[64,128…");
+        app.versions[0].name = "a_very_long_plain_name".into();
+        assert_eq!(super::fit_name(&app, 0, 8), "a_very_…");
     }
 }

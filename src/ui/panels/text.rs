@@ -130,26 +130,6 @@ pub fn truncate(text: &str, max: u16) -> String {
     out
 }
 
-/// A version's name in at most `max` cells: as it is when it fits; a swept configuration
-/// (`v5[BM=64,BN=128]`) as its values alone (`v5[64,128]`, in the sweep's axis order, which
-/// the Sweep tab labels) when that fits; else cut with `…`.
-pub fn fit_name(name: &str, max: u16) -> String {
-    if width(name) <= max {
-        return name.to_string();
-    }
-    let compact = name
-        .strip_suffix(']')
-        .and_then(|n| n.split_once('['))
-        .map(|(parent, config)| {
-            let values: Vec<&str> = config
-                .split(',')
-                .map(|kv| kv.split_once('=').map_or(kv, |(_, v)| v))
-                .collect();
-            format!("{parent}[{}]", values.join(","))
-        });
-    truncate(compact.as_deref().unwrap_or(name), max)
-}
-
 /// Greedy word wrap of `text` (its own newlines kept) into lines of at most `max` cells; a
 /// word longer than a line is split.
 pub fn wrap(text: &str, max: u16) -> Vec<String> {
@@ -227,18 +207,4 @@ pub fn sentence(buf: &mut Buffer, area: Rect, text: &str, style: Style) {
 /// Rows needed by [`sentence`] for `text` at `width`.
 pub fn sentence_rows(text: &str, width: u16) -> u16 {
     u16::try_from(wrap(text, width).len()).unwrap_or(u16::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fit_name;
-
-    #[test]
-    fn a_long_swept_name_shows_its_values_alone_before_it_is_cut() {
-        let name = "v5[BM=64,BN=128,BK=32,STAGES=3,GROUP=16]";
-        assert_eq!(fit_name(name, 60), name);
-        assert_eq!(fit_name(name, 22), "v5[64,128,32,3,16]");
-        assert_eq!(fit_name(name, 10), "v5[64,128…");
-        assert_eq!(fit_name("a_very_long_plain_name", 8), "a_very_…");
-    }
 }

@@ -3,8 +3,8 @@
 //! come from an older save, and the Compare marks `[1]` `[2]`. In a narrow list
 //! the status word is cut first: the icon, name, marks and `(stale)` always show.
 
-use super::format::version_status;
-use super::text::{fit_name, frame, truncate, width, Pen};
+use super::format::{fit_name, version_status};
+use super::text::{frame, truncate, width, Pen};
 use crate::ui::app::{App, Focus};
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
@@ -49,10 +49,8 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
     // Names come before the status word; a long (swept) name shows its values alone.
     let room = inner.width.saturating_sub(2);
-    let names: Vec<String> = app
-        .versions
-        .iter()
-        .map(|v| fit_name(&v.name, room))
+    let names: Vec<String> = (0..app.versions.len())
+        .map(|i| fit_name(app, i, room))
         .collect();
     let name_width = names.iter().map(|n| width(n)).max().unwrap_or(0);
     let first = first_visible(app, inner.height);
