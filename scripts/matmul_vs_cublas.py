@@ -109,8 +109,8 @@ def kwb_same_harness(kwb, version, size, m, n, k):
         _CUBINS.update(kwb_cubins(kwb, os.path.join(REPO, "workspaces", "matmul.yaml")))
     path, entry, dyn = _CUBINS[(version, size)]
     cfg = dict(kv.split("=") for kv in version[version.index("[") + 1:-1].split(","))
-    bm, bn = int(cfg["BM"]), int(cfg["BN"])
-    warps = 4 * (1 + int(bm * bn >= 128 * 256))  # v5's num_warps in workspaces/matmul.yaml
+    bm, bn = int(cfg.get("BM", 128)), int(cfg.get("BN", 256))  # v6: 128x256 tiles
+    warps = 4 * (1 + int(bm * bn >= 128 * 256))  # v5's and v6's num_warps in workspaces/matmul.yaml
     kernel = cupy.RawModule(path=path).get_function(entry)
     kernel.max_dynamic_shared_size_bytes = dyn
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
@@ -118,6 +118,13 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)
     args = (cupy.asarray(a), cupy.asarray(b), cupy.asarray(c), numpy.int32(m), numpy.int32(n), numpy.int32(k))
     grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    if version.startswith("v6"):
+        # Persistent: the program count is the last argument, and the launch runs as many
+        # CTAs as the GPU holds at once (kwb asks the driver; here by shared memory, which
+        # limits v6's configurations to one CTA per SM).
+        args = args + (numpy.int32(grid),)
+        per_sm = max(1, (228 * 1024) // (dyn + 1024))
+        grid = min(grid, per_sm * torch.cuda.get_device_properties(0).multi_processor_count)
     call = lambda: kernel((grid,), (32 * warps,), args, shared_mem=dyn)
     call()
     torch.cuda.synchronize()
@@ -163,26 +170,32 @@ def main():
                              timer=t.get("timer"), check=r["status"]))
             print(f"{'':>18}{r['version']}: {us:9.1f} us {flop / us / 1e6:7.1f} TFLOP/s "
                   f"= {100 * c_us / us:5.1f}% of cuBLAS ({t.get('timer', 'events')}, {r['status']})")
-        best = min((r for r in results if r["size"] == name and r["version"].startswith("v5[")
-                    and (r.get("timing") or {}).get("median_us")),
-                   key=lambda r: r["timing"]["median_us"], default=None)
-        if best and tri:
-            h_ev, h_us, h_call = kwb_same_harness(a.kwb, best["version"], name, m, n, k)
-            rows.append(dict(size=name, version=best["version"] + " (this harness)", us=h_us,
-                             events_us=h_ev, cublas_us=c_us))
-            print(f"{'':>18}one harness: {best['version']} {h_us:9.1f} us {flop / h_us / 1e6:7.1f} TFLOP/s "
-                  f"(events {h_ev:.1f} us) | Triton {tri[1]:9.1f} us | v5/Triton time {h_us / tri[1]:.3f}")
-            # The two again, in turn for five rounds in this process: the lines above time
-            # Triton's side and then kwb's, and a phase of the run can favour either.
-            rounds = [(kernels_median_us(tri[3], 50), kernels_median_us(h_call, 50)) for _ in range(5)]
-            ratios = [v / t for t, v in rounds]
-            rows[-1].update(in_turn_triton_us=[t for t, _ in rounds], in_turn_v5_us=[v for _, v in rounds])
-            print(f"{'':>18}in turn: Triton {statistics.median(t for t, _ in rounds):9.1f} us | "
-                  f"{best['version']} {statistics.median(v for _, v in rounds):9.1f} us | v5/Triton time "
-                  f"{statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+        for family in ("v5[", "v6["):
+            best = min((r for r in results if r["size"] == name and r["version"].startswith(family)
+                        and (r.get("timing") or {}).get("median_us")),
+                       key=lambda r: r["timing"]["median_us"], default=None)
+            if best and tri:
+                in_turn(a, best, tri, rows, name, m, n, k, flop, c_us)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(0), rows=rows), f, indent=1)
+
+
+def in_turn(a, best, tri, rows, name, m, n, k, flop, c_us):
+    """The best configuration of a family (v5, v6) in this script's harness, then in turn with
+    Triton for five rounds in this process: the lines before time Triton's side and then
+    kwb's, and a phase of the run can favour either."""
+    h_ev, h_us, h_call = kwb_same_harness(a.kwb, best["version"], name, m, n, k)
+    rows.append(dict(size=name, version=best["version"] + " (this harness)", us=h_us,
+                     events_us=h_ev, cublas_us=c_us))
+    print(f"{'':>18}one harness: {best['version']} {h_us:9.1f} us {flop / h_us / 1e6:7.1f} TFLOP/s "
+          f"(events {h_ev:.1f} us) | Triton {tri[1]:9.1f} us | kwb/Triton time {h_us / tri[1]:.3f}")
+    rounds = [(kernels_median_us(tri[3], 50), kernels_median_us(h_call, 50)) for _ in range(5)]
+    ratios = [v / t for t, v in rounds]
+    rows[-1].update(in_turn_triton_us=[t for t, _ in rounds], in_turn_kwb_us=[v for _, v in rounds])
+    print(f"{'':>18}in turn: Triton {statistics.median(t for t, _ in rounds):9.1f} us | "
+          f"{best['version']} {statistics.median(v for _, v in rounds):9.1f} us | kwb/Triton time "
+          f"{statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
 
 
 if __name__ == "__main__":

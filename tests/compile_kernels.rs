@@ -180,8 +180,13 @@ fn the_tile_matmul_keeps_its_wgmma_pipeline_and_its_registers_on_hopper() {
     let path = support::repo().join("workspaces/matmul.yaml");
     let mut ws = kwb::workspace::load(&path).unwrap();
     ws.sizes.retain(|s| s.name == "4096x4096x4096");
-    ws.versions.retain(|v| ["v4", "v5"].contains(&v.family()));
-    assert_eq!(ws.versions.len(), 33, "v4 and v5's 32 configurations");
+    ws.versions
+        .retain(|v| ["v4", "v5", "v6"].contains(&v.family()));
+    assert_eq!(
+        ws.versions.len(),
+        35,
+        "v4, v5's 32 configurations and v6's 2 (persistent)"
+    );
     let compiled = c.compile_workspace(&ws);
     for (v, out) in ws.versions.iter().zip(&compiled) {
         assert!(out.ok, "{}: {:#?}", v.name, out.diagnostics);

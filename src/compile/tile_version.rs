@@ -187,7 +187,12 @@ impl Compiler {
                 return out;
             }
         };
-        let tiled = tile::compile_for(&v.file, source, &req, tile::Target::sm(self.arch.sm()));
+        let tiled = tile::compile_for(
+            &v.file,
+            source,
+            &req,
+            tile::Target::sm(self.arch.sm()).with_persistent(v.persistent),
+        );
         out.diagnostics.extend(tiled.diagnostics);
         if out.diagnostics.iter().any(Diagnostic::is_error) || tiled.cuda.is_empty() {
             return out;

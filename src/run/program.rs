@@ -76,8 +76,26 @@ impl Loaded {
                     ))
                 })?;
             }
-            let mut values = vec![0u64; l.args.len()].into_boxed_slice();
-            for (slot, a) in values.iter_mut().zip(&l.args) {
+            // A persistent kernel runs on as many CTAs as the GPU holds at once, and takes the
+            // program count as its extra last argument.
+            let grid = match l.programs {
+                Some(_) => {
+                    let threads = l.block.iter().product::<u32>() as i32;
+                    let resident =
+                        resident_ctas(func, threads, l.dynamic_shared_bytes).map_err(|e| {
+                            fail(format!(
+                                "cannot size the persistent grid: {}",
+                                super::device::error_name(&e)
+                            ))
+                        })?;
+                    l.physical_grid(resident)
+                }
+                None => l.grid,
+            };
+            let programs = l.programs.map(|n| ArgSpec::I32(n as i32));
+            let args: Vec<&ArgSpec> = l.args.iter().chain(programs.as_ref()).collect();
+            let mut values = vec![0u64; args.len()].into_boxed_slice();
+            for (slot, a) in values.iter_mut().zip(args) {
                 *slot = match a {
                     ArgSpec::Buffer(name) => buffers
                         .get(name)
@@ -98,7 +116,7 @@ impl Loaded {
                 .collect();
             launches.push(Ready {
                 func,
-                grid: l.grid,
+                grid,
                 block: l.block,
                 shared: l.dynamic_shared_bytes,
                 _values: values,
@@ -139,4 +157,21 @@ impl Loaded {
         }
         Ok(())
     }
+}
+
+/// CTAs of `func` the current device holds at once: its multiprocessors times the blocks of
+/// `threads` threads and `shared` bytes of dynamic shared memory each one keeps resident.
+fn resident_ctas(func: sys::CUfunction, threads: i32, shared: u32) -> Result<u32, CuError> {
+    let per_sm = unsafe {
+        result::occupancy::max_active_block_per_multiprocessor(func, threads, shared as usize)?
+    };
+    let mut dev: sys::CUdevice = 0;
+    unsafe { sys::cuCtxGetDevice(&mut dev).result()? };
+    let sms = unsafe {
+        result::device::get_attribute(
+            dev,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?
+    };
+    Ok((per_sm.max(1) as u32).saturating_mul(sms.max(1) as u32))
 }

@@ -150,6 +150,21 @@ pub struct LaunchSpec {
     pub block: [u32; 3],
     pub dynamic_shared_bytes: u32,
     pub args: Vec<ArgSpec>,
+    /// A persistent tile kernel's program count (`persistent: true`): `grid` is the grid of
+    /// programs the kernel emulates; the launch runs at most as many CTAs as the GPU holds at
+    /// once and passes this count as the kernel's extra last argument (`run/program.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs: Option<u32>,
+}
+
+impl LaunchSpec {
+    /// The CTAs a persistent launch runs, given how many the GPU holds at once; else the grid.
+    pub fn physical_grid(&self, resident: u32) -> [u32; 3] {
+        match self.programs {
+            Some(n) => [n.min(resident.max(1)), 1, 1],
+            None => self.grid,
+        }
+    }
 }
 
 /// A kernel argument, typed after the kernel's PTX parameter list.

@@ -22,6 +22,7 @@ fn job() -> RunJob {
                     ArgSpec::F32(0.5),
                     ArgSpec::U64(u64::MAX),
                 ],
+                programs: Some(4096),
             }],
         },
         buffers: vec![BufferSpec {

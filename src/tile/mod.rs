@@ -78,11 +78,23 @@ pub struct Target {
     /// Compute capability as `major * 10 + minor` (90 for sm_90); 0 for code that runs on any
     /// GPU kwb supports.
     pub sm: u32,
+    /// Persistent programs (`persistent: true`): each CTA runs programs `blockIdx.x`,
+    /// `blockIdx.x + gridDim.x`, ... up to the kernel's extra last parameter `kwb_programs`,
+    /// the grid the workspace asks for (`cuda/persistent.rs`).
+    pub persistent: bool,
 }
 
 impl Target {
     pub fn sm(sm: u32) -> Target {
-        Target { sm }
+        Target {
+            sm,
+            persistent: false,
+        }
+    }
+
+    /// The same target, its kernels persistent or not.
+    pub fn with_persistent(self, persistent: bool) -> Target {
+        Target { persistent, ..self }
     }
 
     /// Hopper's warpgroup MMA (`wgmma.mma_async`): sm_90 alone (compiled as sm_90a; later

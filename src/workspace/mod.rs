@@ -120,6 +120,10 @@ pub struct Version {
     pub kind: SourceKind,
     /// Tile versions: warps per program (default 4); the block is `32 * num_warps`.
     pub num_warps: Option<Formula>,
+    /// Tile versions: persistent programs. The kernel runs the grid's programs on as many CTAs
+    /// as the GPU keeps resident at once, each CTA looping over programs, so that the next
+    /// program's first loads overlap the last one's epilogue (docs/tile-language.md).
+    pub persistent: bool,
     /// Tile versions: `tl.constexpr` values, expressions over the size variables.
     pub constexprs: Vec<(String, Formula)>,
     /// NVRTC options, workspace-wide ones first.
@@ -260,6 +264,7 @@ impl Workspace {
                 file: path.to_path_buf(),
                 kind: SourceKind::of(path),
                 num_warps: None,
+                persistent: false,
                 constexprs: Vec::new(),
                 options: Vec::new(),
                 defines: Vec::new(),

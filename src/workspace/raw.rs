@@ -144,6 +144,9 @@ pub struct RawVersion {
     pub tolerance: Option<RawTolerance>,
     /// Tile-language versions: warps per program (the CTA is `num_warps * 32` threads).
     pub num_warps: Option<Lit>,
+    /// Tile-language versions: persistent programs (one CTA per program slot of the GPU, each
+    /// running programs until the grid is done).
+    pub persistent: Option<bool>,
     /// Tile-language versions: values of the kernel's `tl.constexpr` parameters.
     #[serde(default)]
     pub constexprs: IndexMap<String, Lit>,

@@ -553,6 +553,7 @@ impl Validator<'_> {
             file,
             kind,
             num_warps: tile.num_warps,
+            persistent: tile.persistent,
             constexprs: tile.constexprs,
             options: ws.options.iter().chain(&rv.options).cloned().collect(),
             defines,

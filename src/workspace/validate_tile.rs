@@ -11,6 +11,7 @@ use super::{is_identifier, Validator};
 /// A tile version's extra fields, checked. Empty for CUDA versions.
 pub(super) struct TileFields {
     pub num_warps: Option<Formula>,
+    pub persistent: bool,
     pub constexprs: Vec<(String, Formula)>,
 }
 
@@ -44,8 +45,15 @@ impl Validator<'_> {
                     "`constexprs` are for tile-language versions (.tile, .py); a CUDA version uses `defines`".into(),
                 );
             }
+            if rv.persistent.is_some() {
+                self.err::<()>(
+                    &format!("{field}.persistent"),
+                    "`persistent` is for tile-language versions (.tile, .py); a CUDA kernel loops over its own work".into(),
+                );
+            }
             return TileFields {
                 num_warps: None,
+                persistent: false,
                 constexprs: Vec::new(),
             };
         }
@@ -88,6 +96,7 @@ impl Validator<'_> {
         }
         TileFields {
             num_warps,
+            persistent: rv.persistent.unwrap_or(false),
             constexprs,
         }
     }

@@ -7,6 +7,10 @@ use crate::report::Finding;
 use crate::run::protocol::{ArgSpec, BufferSpec, Program, Role};
 use std::collections::{BTreeSet, HashMap};
 
+/// How many CTAs the emulator runs a persistent kernel on (`LaunchSpec::programs`): few, so
+/// that at the small sizes it emulates every CTA still runs several programs, as on a GPU.
+pub const EMULATED_RESIDENT_CTAS: u32 = 2;
+
 pub(super) fn run(
     module: &Module,
     program: &Program,
@@ -34,9 +38,8 @@ pub(super) fn run(
     let mut approx = BTreeSet::new();
     let mut work = 0u64;
     for (i, l) in program.launches.iter().enumerate() {
-        let params = l
-            .args
-            .iter()
+        let programs = l.programs.map(|n| ArgSpec::I32(n as i32));
+        let params = (l.args.iter().chain(programs.as_ref()))
             .map(|a| match a {
                 ArgSpec::Buffer(n) => addr
                     .get(n.as_str())
@@ -52,7 +55,7 @@ pub(super) fn run(
             .collect::<Result<Vec<u64>, String>>()?;
         let launch = emu::Launch {
             entry: &l.entry,
-            grid: l.grid,
+            grid: l.physical_grid(EMULATED_RESIDENT_CTAS),
             block: l.block,
             dynamic_shared: l.dynamic_shared_bytes,
             params: &params,

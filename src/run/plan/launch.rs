@@ -65,6 +65,12 @@ pub enum LaunchProblem {
         limit: u32,
         arch: String,
     },
+    #[error(
+        "a persistent version's grid must be one-dimensional (its programs are counted along \
+         x), but it is {}x{}x{}",
+        grid[0], grid[1], grid[2]
+    )]
+    PersistentGrid { grid: [u64; 3] },
     #[error("{given} arguments given, but the kernel takes {}: ({})", params.len(), list(params))]
     ArgCount { given: usize, params: Vec<Param> },
     #[error("argument `{arg}` for parameter {index} (`{param}`): {problem}")]
@@ -104,6 +110,7 @@ impl LaunchProblem {
                 format!(".{}", what.split('.').next().unwrap_or(what))
             }
             LaunchProblem::TooManyThreads { .. } => ".block".into(),
+            LaunchProblem::PersistentGrid { .. } => ".grid".into(),
             LaunchProblem::SharedMemory { .. } => ".shared".into(),
             LaunchProblem::ArgCount { .. } => ".args".into(),
             LaunchProblem::Arg { index, .. } => format!(".args[{index}]"),
@@ -191,6 +198,17 @@ pub(super) fn plan_launch(
             arch: format!("sm_{}", arch.sm),
         });
     }
+    // A persistent tile kernel takes the grid's program count as an extra last parameter,
+    // which the launch passes itself (`LaunchSpec::programs`).
+    let programs = match version.persistent && version.kind.is_tile() {
+        true if grid[1] != 1 || grid[2] != 1 => return Err(LaunchProblem::PersistentGrid { grid }),
+        true => Some(grid[0] as u32),
+        false => None,
+    };
+    let params = match programs {
+        Some(_) => &params[..params.len().saturating_sub(1)],
+        None => params,
+    };
     if launch.args.len() != params.len() {
         return Err(LaunchProblem::ArgCount {
             given: launch.args.len(),
@@ -217,6 +235,7 @@ pub(super) fn plan_launch(
         block: u32s(block),
         dynamic_shared_bytes: dynamic as u32,
         args,
+        programs,
     })
 }
 

@@ -53,7 +53,8 @@ impl Writer<'_> {
             return false;
         }
         let (cols, ld) = (mma.n, mma.n + vec);
-        if mma.m * ld * size > self.ring_bytes {
+        let need = mma.m * ld * size;
+        if need > self.ring_bytes && !self.own_staging {
             return false;
         }
         let g = Idx::Flat("g".into());
@@ -95,10 +96,20 @@ impl Writer<'_> {
         };
         let owner = l.owner_if();
         self.open("{");
-        self.line(&format!(
-            "// the tile to shared memory (the idle rings, rows of {cols} + {vec}) and back in rows of 16-byte vectors"
-        ));
-        self.line("unsigned char* const kwb_st = kwb_ring;");
+        if self.own_staging {
+            // After the rings, which the next program's first copies fill meanwhile.
+            let at = self.ring_bytes.next_multiple_of(128);
+            self.ring_bytes = at + need;
+            self.line(&format!(
+                "// the tile to shared memory (its own, after the rings; rows of {cols} + {vec}) and back in rows of 16-byte vectors"
+            ));
+            self.line(&format!("unsigned char* const kwb_st = kwb_ring + {at};"));
+        } else {
+            self.line(&format!(
+                "// the tile to shared memory (the idle rings, rows of {cols} + {vec}) and back in rows of 16-byte vectors"
+            ));
+            self.line("unsigned char* const kwb_st = kwb_ring;");
+        }
         self.line("__syncthreads();");
         self.line("const int kwb_tid = kwb_tid_now();  // not before the barrier");
         self.line("#pragma unroll");

@@ -14,6 +14,7 @@ mod math;
 mod memory;
 mod mma;
 mod names;
+mod persistent;
 mod pipeline;
 mod prefetch;
 mod reduce;

@@ -114,12 +114,15 @@ impl Writer<'_> {
             loads.join(" and ")
         ));
         self.open("{");
-        self.line(&format!("const {t} kwb_end = {};", self.name(end)));
-        self.line(&format!("const {t} kwb_step = {};", self.name(step)));
-        self.line(&format!("int {rd} = 0;"));
-        self.line(&format!("int {wr} = 0;"));
+        self.marks.push(self.out.len());
+        let (end_name, step_name) = (self.name(end).to_string(), self.name(step).to_string());
+        self.local(&format!("const {t}"), "kwb_end", &end_name, "");
+        self.local(&format!("const {t}"), "kwb_step", &step_name, "");
+        self.local("int", &rd, "0", "");
+        self.local("int", &wr, "0", "");
         self.strided_begin(&plan.strided, &plan.compute);
         self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
+        self.marks.push(self.out.len());
         let prefetch = self.prefetchable(body, plan);
         let wgmma = prefetch
             .is_none()
@@ -136,6 +139,7 @@ impl Writer<'_> {
         self.line("kwb_cp_commit();");
         self.line(&format!("{wr} += 1;"));
         self.close("}");
+        self.marks.push(self.out.len());
         for l in &plan.loads {
             self.undeclared.push(l.dst);
         }
@@ -213,6 +217,7 @@ impl Writer<'_> {
                 self.wgmma_keep(&d, ept);
             }
         }
+        self.marks.push(self.out.len());
         self.close("}");
     }
 

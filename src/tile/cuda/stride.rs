@@ -104,10 +104,11 @@ impl Writer<'_> {
                 self.undeclared.push(s.next);
             }
             let off = Strided::offset_name(self.name(s.ptr));
-            self.line(&format!(
-                "long long {off} = 0;  // `{}` advances by this many elements (stride.rs)",
+            let note = format!(
+                "  // `{}` advances by this many elements (stride.rs)",
                 self.name(s.ptr)
-            ));
+            );
+            self.local("long long", &off, "0", &note);
             self.strided_at.insert(s.ptr, off);
         }
     }

@@ -104,6 +104,14 @@ pub struct Writer<'k> {
     /// Inside the tail split's vector path: the tile masks whose elements are all true in
     /// this thread, which loads and stores drop.
     pub true_masks: Vec<VarId>,
+    /// A persistent kernel's overlapped form (`persistent.rs`): the pipelined loop's own
+    /// variables go to the kernel's scope (declarations here, assignments in the loop's text)
+    /// and the loop records where its parts start in `out`.
+    pub hoisted: Option<Vec<String>>,
+    pub marks: Vec<usize>,
+    /// The staged epilogue takes its own shared memory after the rings, which the next
+    /// program's first copies fill meanwhile (`persistent.rs`).
+    pub own_staging: bool,
 }
 
 impl<'k> Writer<'k> {
@@ -157,6 +165,21 @@ impl<'k> Writer<'k> {
             uniform,
             per_element: false,
             true_masks: Vec::new(),
+            hoisted: None,
+            marks: Vec::new(),
+            own_staging: false,
+        }
+    }
+
+    /// `TYPE NAME = VALUE;` in the loop's block, or `NAME = VALUE;` with the declaration
+    /// hoisted to the kernel's scope (a persistent kernel's overlapped form).
+    pub fn local(&mut self, ty: &str, name: &str, value: &str, comment: &str) {
+        match &mut self.hoisted {
+            Some(h) => {
+                h.push(format!("{} {name};", ty.trim_start_matches("const ")));
+                self.line(&format!("{name} = {value};{comment}"));
+            }
+            None => self.line(&format!("{ty} {name} = {value};{comment}")),
         }
     }
 
@@ -260,9 +283,13 @@ impl<'k> Writer<'k> {
     pub fn kernel(mut self) -> WrittenKernel {
         let k = self.k;
         let body_stmts = k.body.clone();
-        match self.tail_plan(&body_stmts) {
-            Some(plan) => self.tail_split(&body_stmts, &plan),
-            None => self.block(&body_stmts),
+        if self.target.persistent {
+            self.persistent_body(&body_stmts);
+        } else {
+            match self.tail_plan(&body_stmts) {
+                Some(plan) => self.tail_split(&body_stmts, &plan),
+                None => self.block(&body_stmts),
+            }
         }
         // Static: everything but the rings. The rings join it while the total fits 48 KiB,
         // else they go to dynamic shared memory, up to the opt-in limit.
@@ -316,11 +343,14 @@ impl<'k> Writer<'k> {
                 format!("; {}", facts.join("; "))
             }
         );
-        let params: Vec<String> = k
+        let mut params: Vec<String> = k
             .params
             .iter()
             .map(|p| format!("{} {}", c_elem(k.ty(p.var).elem), self.name(p.var)))
             .collect();
+        if self.target.persistent {
+            params.push("int kwb_programs".into());
+        }
         let _ = writeln!(
             head,
             "extern \"C\" __global__ void __launch_bounds__({}) {}({})\n{{",
@@ -398,22 +428,13 @@ impl<'k> Writer<'k> {
                 self.site_bytes
             );
         }
-        let params: Vec<VarId> = k.params.iter().map(|p| p.var).collect();
-        for (i, v) in k.vars.iter().enumerate() {
-            let id = VarId(i as u32);
-            if params.contains(&id)
-                || self.undeclared.contains(&id)
-                || self.uniform.contains_key(&id)
-            {
-                continue;
+        for i in 0..k.vars.len() {
+            if let Some(d) = self.declaration(VarId(i as u32)) {
+                let _ = writeln!(head, "    {d}");
             }
-            let t = c_elem(v.ty.elem);
-            if v.ty.is_tile() {
-                let ept = self.layouts.of_var(id, v.ty.numel()).ept;
-                let _ = writeln!(head, "    {t} {}[{ept}];", self.name(id));
-            } else {
-                let _ = writeln!(head, "    {t} {};", self.name(id));
-            }
+        }
+        for d in self.hoisted.iter().flatten() {
+            let _ = writeln!(head, "    {d}");
         }
         head.push_str(&self.out);
         head.push_str("}\n");
@@ -423,6 +444,24 @@ impl<'k> Writer<'k> {
             arch_specific: self.arch_specific,
             helpers: self.helpers,
         }
+    }
+
+    /// The declaration of `id` at the kernel's start, if it has one.
+    pub fn declaration(&self, id: VarId) -> Option<String> {
+        let v = &self.k.vars[id.0 as usize];
+        if self.k.params.iter().any(|p| p.var == id)
+            || self.undeclared.contains(&id)
+            || self.uniform.contains_key(&id)
+        {
+            return None;
+        }
+        let t = c_elem(v.ty.elem);
+        Some(if v.ty.is_tile() {
+            let ept = self.layouts.of_var(id, v.ty.numel()).ept;
+            format!("{t} {}[{ept}];", self.name(id))
+        } else {
+            format!("{t} {};", self.name(id))
+        })
     }
 
     pub fn block(&mut self, body: &[Stmt]) {
@@ -495,6 +534,10 @@ impl<'k> Writer<'k> {
                 self.close("}");
             }
             StmtKind::Barrier => self.line("__syncthreads();"),
+            StmtKind::Return if self.target.persistent => self.unsupported(
+                "`return` in a persistent kernel (its CTA runs more programs after this one)",
+                line,
+            ),
             StmtKind::Return => self.line("return;"),
         }
     }
@@ -568,7 +611,13 @@ impl<'k> Writer<'k> {
                     "gridDim"
                 };
                 let axis = ["x", "y", "z"].get(*a as usize).copied().unwrap_or("x");
-                self.line(&format!("{} = (int){what}.{axis};", self.name(dst)));
+                let value = match (self.target.persistent, op) {
+                    // A persistent kernel's programs: the one this CTA runs now, of all.
+                    (true, Op::ProgramId(0)) => "kwb_pid".to_string(),
+                    (true, Op::NumPrograms(0)) => "kwb_programs".to_string(),
+                    _ => format!("(int){what}.{axis}"),
+                };
+                self.line(&format!("{} = {value};", self.name(dst)));
             }
             Op::Arange { start, .. } => {
                 let l = self.layout(dst);
