@@ -326,8 +326,9 @@ fn run(iters: u64) {
             "fuzz.tile"
         };
         let path = Path::new(path);
-        // Half the inputs for sm_90, where the matmul loop's dot goes to wgmma.
-        let target = Target::sm(if i % 2 == 0 { 90 } else { 0 });
+        // Half the inputs for sm_90, where the matmul loop's dot goes to wgmma; every other
+        // one of each half as persistent programs (`persistent.rs`).
+        let target = Target::sm(if i % 2 == 0 { 90 } else { 0 }).with_persistent(i % 4 >= 2);
         let r = catch_unwind(AssertUnwindSafe(|| {
             let reqs = requests(&mut rng, path, &src);
             let _ = signatures(path, &src);

@@ -34,10 +34,14 @@ impl Arch {
             Some(d) => (d, true),
             None => (digits, false),
         };
+        // Each arch kwb knows, and the architecture-specific form where one exists.
         let supported = || {
             occupancy::supported_archs()
                 .iter()
-                .map(|a| format!("sm_{a}"))
+                .map(|&a| match a >= FIRST_SPECIFIC {
+                    true => format!("sm_{a}, sm_{a}a"),
+                    false => format!("sm_{a}"),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -116,6 +120,12 @@ mod tests {
             "{err}"
         );
         assert!(Arch::parse("sm_90b").is_err());
+        // The list of what kwb knows names the architecture-specific forms too.
+        let err = Arch::parse("sm_61").unwrap_err();
+        assert!(
+            err.contains("sm_80, sm_86") && err.contains("sm_90, sm_90a"),
+            "{err}"
+        );
         let gpu = Arch::parse("sm_90").unwrap();
         assert_eq!(Arch::for_gpu(gpu, Some(a)), a);
         assert_eq!(Arch::for_gpu(gpu, None), gpu);
