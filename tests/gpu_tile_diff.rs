@@ -63,7 +63,11 @@ fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
             ["odd", "odd8"],
         ),
         // Persistent programs, the next program's copies overlapping the epilogue.
-        ("matmul.yaml", "v6[GROUP=8]", ["odd", "odd8"]),
+        (
+            "matmul.yaml",
+            "v6[GROUP=8,persistent=true]",
+            ["odd", "odd8"],
+        ),
     ];
     let mut failures = Vec::new();
     let mut n = 0;

@@ -71,7 +71,7 @@ fn the_persistent_matmul_fetches_the_next_program_before_its_epilogue() {
         "inspect",
         path.to_str().unwrap(),
         "--version",
-        "v6[GROUP=8]",
+        "v6[GROUP=8,persistent=true]",
         "--sizes",
         "4096x4096x4096",
         "--cuda",

@@ -207,7 +207,10 @@ fn an_unknown_axis_is_an_error_with_a_suggestion() {
     assert!(e[0].ends_with("did you mean `BLOCK`?"), "{e:?}");
     // Nothing close: the names it could sweep are listed.
     let e = errors(&format!("{TILE}    sweep: {{zzz: [1]}}\n"));
-    assert!(e[0].ends_with("it can sweep: num_warps, BLOCK"), "{e:?}");
+    assert!(
+        e[0].ends_with("it can sweep: num_warps, persistent, BLOCK"),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -263,4 +266,28 @@ fn the_reference_cannot_be_a_whole_sweep() {
     );
     let ok = text.replace("version: add\n", "version: \"add[block=128]\"\n");
     assert!(load_str(&path, &ok).is_ok());
+}
+
+#[test]
+fn persistent_is_an_axis_of_tile_versions_alone_and_takes_true_or_false() {
+    let ws = load(&format!("{TILE}    sweep: {{persistent: [false, true]}}\n")).unwrap();
+    assert_eq!(names(&ws), ["s[persistent=false]", "s[persistent=true]"]);
+    assert!(!ws.versions[0].persistent);
+    assert!(ws.versions[1].persistent);
+    let sweep = ws.sweep("s").unwrap();
+    assert_eq!(sweep.axes[0].kind, AxisKind::Persistent);
+    // The version's own value (not persistent) is the rule's choice.
+    assert_eq!(sweep.default_at(&ws.sizes[0]), Some(0));
+    let errs = errors(&format!("{TILE}    sweep: {{persistent: [yes]}}\n"));
+    assert!(
+        errs.iter().any(
+            |e| e.contains("versions.s.sweep.persistent[0]") && e.contains("`true` or `false`")
+        ),
+        "{errs:?}"
+    );
+    let errs = errors(&format!("{ADD}    sweep: {{persistent: [false, true]}}\n"));
+    assert!(
+        errs.iter().any(|e| e.contains("tile-language versions")),
+        "{errs:?}"
+    );
 }

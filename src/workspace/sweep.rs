@@ -21,6 +21,8 @@ pub enum AxisKind {
     Block,
     /// A tile version's warps per program.
     NumWarps,
+    /// A tile version's `persistent` (`true` or `false`).
+    Persistent,
     /// A variable that the version's expressions use and that is not a size variable.
     Var,
 }
@@ -32,6 +34,7 @@ impl AxisKind {
             AxisKind::Define => "define",
             AxisKind::Block => "block",
             AxisKind::NumWarps => "num_warps",
+            AxisKind::Persistent => "persistent",
             AxisKind::Var => "variable",
         }
     }

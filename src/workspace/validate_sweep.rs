@@ -141,6 +141,15 @@ impl Validator<'_> {
                 AxisKind::NumWarps,
                 Some(rv.num_warps.as_ref().map_or("4".into(), |l| l.0.clone())),
             )
+        } else if name == "persistent" {
+            if !kind.is_tile() {
+                return self.err(
+                    &af,
+                    "`persistent` is for tile-language versions (.tile, .py)".into(),
+                );
+            }
+            let own = rv.persistent.unwrap_or(false);
+            (AxisKind::Persistent, Some(own.to_string()))
         } else if let Some(l) = rv.constexprs.get(name) {
             (AxisKind::Constexpr, Some(l.0.clone()))
         } else if let Some(l) = rv.defines.get(name).or(ws.defines.get(name)) {
@@ -156,6 +165,7 @@ impl Validator<'_> {
             let mut known: Vec<&str> = Vec::new();
             if kind.is_tile() {
                 known.push("num_warps");
+                known.push("persistent");
                 known.extend(rv.constexprs.keys().map(String::as_str));
             } else {
                 known.push("block");
@@ -178,7 +188,7 @@ impl Validator<'_> {
                 None => format!("; it can sweep: {}", known.join(", ")),
             };
             let what = if kind.is_tile() {
-                "a constexpr, a define, `num_warps` or a variable the version's expressions use"
+                "a constexpr, a define, `num_warps`, `persistent` or a variable the version's expressions use"
             } else {
                 "a define, `block` or a variable the version's expressions use"
             };
@@ -195,7 +205,15 @@ impl Validator<'_> {
                 self.err::<()>(&vf, format!("`{text}` is listed twice in `{name}`"));
                 continue;
             }
-            if axis_kind != AxisKind::Define {
+            if axis_kind == AxisKind::Persistent {
+                if text != "true" && text != "false" {
+                    self.err::<()>(
+                        &vf,
+                        format!("`persistent` is `true` or `false`, got `{text}`"),
+                    );
+                    continue;
+                }
+            } else if axis_kind != AxisKind::Define {
                 if let Err(e) = sweep_value(&text, axis_kind, vars) {
                     self.err::<()>(&vf, e);
                     continue;
@@ -264,6 +282,7 @@ fn apply(rv: &RawVersion, axes: &[SweepAxis], values: &[(String, String)]) -> Ra
                 out.defines.insert(name.clone(), Lit(value.clone()));
             }
             AxisKind::NumWarps => out.num_warps = Some(Lit(value.clone())),
+            AxisKind::Persistent => out.persistent = Some(value == "true"),
             AxisKind::Block => {
                 if let Some(block) = &mut out.block {
                     block.0[0] = Lit(value.clone());
