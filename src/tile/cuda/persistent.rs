@@ -90,16 +90,8 @@ impl Writer<'_> {
         if !pure || nested_loop || self.tail_plan(body).is_some() {
             return None;
         }
-        let mut in_loop = HashSet::from([*var]);
-        super::layout::visit(inner, &mut |s| match &s.kind {
-            StmtKind::Assign { dst, .. } => {
-                in_loop.insert(*dst);
-            }
-            StmtKind::For { var, .. } => {
-                in_loop.insert(*var);
-            }
-            _ => {}
-        });
+        let mut in_loop = super::pipeline::assigned_within(inner);
+        in_loop.insert(*var);
         let mut post_reads: HashSet<VarId> = HashSet::new();
         super::layout::visit(post, &mut |s| post_reads.extend(super::stmt_vars(&s.kind)));
         let mut copy_reads: HashSet<VarId> = HashSet::new();

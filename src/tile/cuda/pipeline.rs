@@ -93,7 +93,7 @@ fn reads_deep(s: &Stmt) -> Vec<VarId> {
 }
 
 /// Every variable any statement of `body` (nested ones included) assigns.
-fn assigned_within(body: &[Stmt]) -> HashSet<VarId> {
+pub fn assigned_within(body: &[Stmt]) -> HashSet<VarId> {
     let mut out = HashSet::new();
     super::layout::visit(body, &mut |s| match &s.kind {
         StmtKind::Assign { dst, .. } => {
