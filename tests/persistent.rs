@@ -121,3 +121,51 @@ fn a_cuda_version_cannot_be_persistent_and_a_persistent_grid_is_one_dimensional(
         "{out}\n{err}"
     );
 }
+
+/// The generated CUDA of v4.tile's matmul at 128x256x64 (3 stages, 8 warps) for sm_90,
+/// persistent, against its golden file (`KWB_BLESS=1` rewrites it): the overlapped form.
+#[test]
+fn the_persistent_matmul_matches_its_golden_file() {
+    use kwb::tile::{compile_for, ArgKind, ConstValue, DType, KernelRequest, Target};
+    let path = support::repo().join("kernels/matmul/v4.tile");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let int = ArgKind::Int {
+        fits_i32: true,
+        divisibility: 16,
+    };
+    let req = KernelRequest {
+        name: "matmul_kernel".into(),
+        args: vec![
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Pointer(DType::F16),
+            int.clone(),
+            int.clone(),
+            int,
+        ],
+        constexprs: [
+            ("BLOCK_M", 128),
+            ("BLOCK_N", 256),
+            ("BLOCK_K", 64),
+            ("GROUP_M", 8),
+            ("NUM_STAGES", 3),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), ConstValue::Int(v)))
+        .collect(),
+        num_warps: 8,
+    };
+    // The golden's `#line` directives name the file as the test gives it.
+    let out = compile_for(
+        std::path::Path::new("kernels/matmul/v4.tile"),
+        &source,
+        &[req],
+        Target::sm(90).with_persistent(true),
+    );
+    assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+    assert!(out.arch_specific);
+    support::assert_golden(
+        &support::repo().join("tests/tile/ok_matmul_persistent.cu"),
+        &out.cuda,
+    );
+}
