@@ -80,6 +80,11 @@ impl Memory {
         base
     }
 
+    /// The address of the buffer called `name`, if one is.
+    pub fn named(&self, name: &str) -> Option<u64> {
+        self.allocs.iter().find(|a| a.name == name).map(|a| a.base)
+    }
+
     /// The bytes at `addr..addr + len` (zeros where no buffer is).
     pub fn read(&self, addr: u64, len: usize) -> Vec<u8> {
         (0..len as u64)

@@ -37,6 +37,8 @@ pub(crate) struct Cta<'a> {
     files: &'a HashMap<u32, String>,
     mem: &'a Memory,
     params: &'a [u8],
+    /// Per symbol of the entry: the address of a module-scope `.global` variable in `mem`.
+    globals: &'a [u64],
     grid: [u32; 3],
     block: [u32; 3],
     ctaid: [u32; 3],
@@ -107,6 +109,7 @@ pub fn run(
         let end = (off as usize + n).min(params.len());
         params[off as usize..end].copy_from_slice(&v.to_le_bytes()[..end - off as usize]);
     }
+    let globals = place_globals(e, mem);
     let [gx, gy, gz] = launch.grid.map(u64::from);
     let total = gx * gy * gz;
     let mem: &Memory = mem;
@@ -118,6 +121,7 @@ pub fn run(
             (i / (gx * gy)) as u32,
         ];
         let mut cta = Cta::new(e, files, mem, &params, launch, ctaid);
+        cta.globals = &globals;
         cta.run()?;
         Ok(CtaOut {
             findings: cta.findings,
@@ -195,6 +199,7 @@ impl<'a> Cta<'a> {
             files,
             mem,
             params,
+            globals: &[],
             grid: launch.grid,
             block: launch.block,
             ctaid,
@@ -341,7 +346,10 @@ impl<'a> Cta<'a> {
 
     pub(crate) fn symbol_address(&self, i: u32) -> u64 {
         let s = &self.e.symbols[i as usize];
-        u64::from(s.offset)
+        match s.kind {
+            SymbolKind::Global => self.globals.get(i as usize).copied().unwrap_or(0),
+            _ => u64::from(s.offset),
+        }
     }
 
     pub(crate) fn base(&self, t: usize, b: Base) -> u64 {
@@ -526,4 +534,24 @@ pub(crate) fn lanes(mask: u32, lo: usize) -> impl Iterator<Item = usize> {
     (0..32)
         .filter(move |l| mask & (1 << l) != 0)
         .map(move |l| lo + l)
+}
+
+/// The module-scope `.global` variables `e` names (a CUDA `__device__` variable), each a
+/// buffer of `mem` that keeps its value from launch to launch, as on the GPU: its initialiser,
+/// else zeros. Indexed by the entry's symbols (0 for the others).
+fn place_globals(e: &Entry, mem: &mut Memory) -> Vec<u64> {
+    e.symbols
+        .iter()
+        .map(|s| match s.kind {
+            SymbolKind::Global => {
+                let name = format!("the PTX variable `{}`", s.name);
+                mem.named(&name).unwrap_or_else(|| {
+                    let mut bytes = s.init.clone();
+                    bytes.resize((s.size as usize).max(bytes.len()).max(1), 0);
+                    mem.alloc(&name, &bytes, crate::emu::InitState::Initialized)
+                })
+            }
+            _ => 0,
+        })
+        .collect()
 }
