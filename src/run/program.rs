@@ -92,10 +92,9 @@ impl Loaded {
                 }
                 None => l.grid,
             };
-            let programs = l.programs.map(|n| ArgSpec::I32(n as i32));
-            let args: Vec<&ArgSpec> = l.args.iter().chain(programs.as_ref()).collect();
+            let args = l.kernel_args();
             let mut values = vec![0u64; args.len()].into_boxed_slice();
-            for (slot, a) in values.iter_mut().zip(args) {
+            for (slot, a) in values.iter_mut().zip(&args) {
                 *slot = match a {
                     ArgSpec::Buffer(name) => buffers
                         .get(name)

@@ -158,6 +158,12 @@ pub struct LaunchSpec {
 }
 
 impl LaunchSpec {
+    /// The arguments the kernel takes: the launch's, then a persistent kernel's program count.
+    pub fn kernel_args(&self) -> Vec<ArgSpec> {
+        let programs = self.programs.map(|n| ArgSpec::I32(n as i32));
+        self.args.iter().cloned().chain(programs).collect()
+    }
+
     /// The CTAs a persistent launch runs, given how many the GPU holds at once; else the grid.
     pub fn physical_grid(&self, resident: u32) -> [u32; 3] {
         match self.programs {

@@ -38,8 +38,7 @@ pub(super) fn run(
     let mut approx = BTreeSet::new();
     let mut work = 0u64;
     for (i, l) in program.launches.iter().enumerate() {
-        let programs = l.programs.map(|n| ArgSpec::I32(n as i32));
-        let params = (l.args.iter().chain(programs.as_ref()))
+        let params = (l.kernel_args().iter())
             .map(|a| match a {
                 ArgSpec::Buffer(n) => addr
                     .get(n.as_str())

@@ -154,12 +154,14 @@ impl Writer<'_> {
             .into_iter()
             .filter_map(|v| self.declaration(v))
             .collect();
-        let text =
-            |idx: &mut dyn Iterator<Item = usize>| idx.map(|i| pre[i].clone()).collect::<String>();
-        let all_pre = text(&mut (0..at));
-        let next_pre = text(&mut (0..at).filter(|i| !split.deferred.contains(i)));
-        let again_pre = text(&mut (0..at).filter(|i| !split.carried.contains(i)));
-        let deferred = text(&mut split.deferred.iter().copied());
+        // The statements before the loop that `keep` picks, in order.
+        let text = |keep: &dyn Fn(&usize) -> bool| -> String {
+            (0..at).filter(keep).map(|i| pre[i].as_str()).collect()
+        };
+        let all_pre = text(&|_| true);
+        let next_pre = text(&|i| !split.deferred.contains(i));
+        let again_pre = text(&|i| !split.carried.contains(i));
+        let deferred = text(&|i| split.deferred.contains(i));
         self.out.push_str(&all_pre);
         self.out.push_str(&decl);
         self.out.push_str(&prologue);

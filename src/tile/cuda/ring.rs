@@ -114,7 +114,7 @@ impl Writer<'_> {
             loads.join(" and ")
         ));
         self.open("{");
-        self.marks.push(self.out.len());
+        self.mark();
         let (end_name, step_name) = (self.name(end).to_string(), self.name(step).to_string());
         self.local(&format!("const {t}"), "kwb_end", &end_name, "");
         self.local(&format!("const {t}"), "kwb_step", &step_name, "");
@@ -122,7 +122,7 @@ impl Writer<'_> {
         self.local("int", &wr, "0", "");
         self.strided_begin(&plan.strided, &plan.compute);
         self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
-        self.marks.push(self.out.len());
+        self.mark();
         let prefetch = self.prefetchable(body, plan);
         let wgmma = prefetch
             .is_none()
@@ -139,7 +139,7 @@ impl Writer<'_> {
         self.line("kwb_cp_commit();");
         self.line(&format!("{wr} += 1;"));
         self.close("}");
-        self.marks.push(self.out.len());
+        self.mark();
         for l in &plan.loads {
             self.undeclared.push(l.dst);
         }
@@ -217,7 +217,7 @@ impl Writer<'_> {
                 self.wgmma_keep(&d, ept);
             }
         }
-        self.marks.push(self.out.len());
+        self.mark();
         self.close("}");
     }
 

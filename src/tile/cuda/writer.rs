@@ -171,6 +171,13 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// Records where a part of a pipelined loop starts in `out`, for the overlapped form.
+    pub fn mark(&mut self) {
+        if self.hoisted.is_some() {
+            self.marks.push(self.out.len());
+        }
+    }
+
     /// `TYPE NAME = VALUE;` in the loop's block, or `NAME = VALUE;` with the declaration
     /// hoisted to the kernel's scope (a persistent kernel's overlapped form).
     pub fn local(&mut self, ty: &str, name: &str, value: &str, comment: &str) {
