@@ -4,7 +4,7 @@
 
 mod support;
 
-use kwb::report::{json::from_json, Status};
+use kwb::report::Status;
 
 fn workspace(dir: &std::path::Path, versions: &str) -> std::path::PathBuf {
     let kernels = support::repo().join("kernels");
@@ -36,12 +36,11 @@ fn persistent_programs_pass_on_the_emulator_and_the_interpreter() {
     );
     let ws = ws.to_str().unwrap();
     for engine in [&["--cpu-engine", "emulator"][..], &[][..]] {
-        let mut args = vec!["batch", "--cpu", ws, "--format", "json"];
+        let mut args = vec![ws];
         args.extend(engine);
-        let (code, out, err) = support::run_kwb(&args);
-        assert_eq!(code, 0, "{engine:?}: {err}\n{out}");
-        let report = from_json(&out).unwrap_or_else(|e| panic!("{e}:\n{out}\n{err}"));
-        assert_eq!(report.results.len(), 4, "{out}");
+        let (code, report, err) = support::cpu_batch_json(&args);
+        assert_eq!(code, 0, "{engine:?}: {err}");
+        assert_eq!(report.results.len(), 4, "{err}");
         for r in &report.results {
             assert_eq!(
                 r.status,
