@@ -46,6 +46,7 @@ fn bench(
         })
         .collect();
     params.extend_from_slice(scalars);
+    let params = kwb::emu::ParamValue::words(&params);
     let launch = Launch {
         entry,
         grid: [grid, 1, 1],

@@ -67,9 +67,10 @@ TUTORIAL_CONFIGS = [
 ]
 
 
-def triton_median_us(m, n, k):
-    """Triton compiling kernels/matmul/v4.tile, autotuned; (events µs, kernel µs, best config,
-    the call) or None."""
+def triton_median_us(m, n, k, source="v4.tile"):
+    """Triton compiling kernels/matmul/`source` (v4.tile: the tutorial's kernel; v7.tile: the
+    same with tensor descriptors), autotuned; (events µs, kernel µs, best config, the call) or
+    None."""
     try:
         import importlib.machinery
         import importlib.util
@@ -77,8 +78,11 @@ def triton_median_us(m, n, k):
     except ImportError as e:
         print(f"  no Triton: {e}")
         return None
-    path = os.path.join(REPO, "kernels", "matmul", "v4.tile")
-    loader = importlib.machinery.SourceFileLoader("kwb_matmul_v4", path)
+    if source == "v7.tile":
+        # Descriptors made in the kernel need global scratch for their tensor maps.
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
+    path = os.path.join(REPO, "kernels", "matmul", source)
+    loader = importlib.machinery.SourceFileLoader("kwb_matmul_" + source.split(".")[0], path)
     spec = importlib.util.spec_from_loader(loader.name, loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
@@ -118,6 +122,9 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)
     args = (cupy.asarray(a), cupy.asarray(b), cupy.asarray(c), numpy.int32(m), numpy.int32(n), numpy.int32(k))
     grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
+    if version.startswith("v7["):
+        # TMA: the launch passes two tensor maps after the arguments (ctypes below).
+        return tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, 32 * warps)
     if "persistent=true" in version:
         # Persistent: the program count is the last argument, and the launch runs as many
         # CTAs as the GPU holds at once (kwb asks the driver; here by shared memory, which
@@ -129,6 +136,66 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     call()
     torch.cuda.synchronize()
     torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
+    return cold_median_us(call), kernels_median_us(call), call
+
+
+def _cuda():
+    """The CUDA driver, through ctypes (CuPy cannot pass a 128-byte `CUtensorMap` by value)."""
+    import ctypes
+    cu = ctypes.CDLL("libcuda.so.1")
+    u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    cu.cuTensorMapEncodeTiled.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                                          u64p, u64p, u32p, u32p, ctypes.c_int, ctypes.c_int,
+                                          ctypes.c_int, ctypes.c_int]
+    cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    return cu
+
+
+def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads):
+    """(events µs, kernel µs, the call) of a TMA version (v7 at 128x256x64) launched through the
+    driver with the tensor maps kwb encodes for it: A (M x K) in 64 x 128 boxes, B (K x N) in
+    64 x 64 boxes, 128-byte swizzle, 2-byte elements, zeros outside (src/run/program.rs)."""
+    import ctypes
+    torch.cuda.synchronize()
+    cu = _cuda()
+    keep = []
+
+    def tensor_map(t, inner, outer, box):
+        raw = ctypes.create_string_buffer(128 + 64)
+        keep.append(raw)
+        at = (ctypes.addressof(raw) + 63) // 64 * 64
+        dims = (ctypes.c_uint64 * 2)(inner, outer)
+        strides = (ctypes.c_uint64 * 1)(inner * 2)
+        boxes = (ctypes.c_uint32 * 2)(*box)
+        ones = (ctypes.c_uint32 * 2)(1, 1)
+        # UINT16, no interleave, 128-byte swizzle, 256-byte L2 promotion, zero fill.
+        r = cu.cuTensorMapEncodeTiled(at, 1, 2, t.data_ptr(), dims, strides, boxes, ones, 0, 3, 3, 0)
+        assert r == 0, f"cuTensorMapEncodeTiled: error {r}"
+        return at
+
+    image = open(path, "rb").read()
+    keep.append(image)
+    mod, func = ctypes.c_void_p(), ctypes.c_void_p()
+    assert cu.cuModuleLoadData(ctypes.byref(mod), image) == 0
+    assert cu.cuModuleGetFunction(ctypes.byref(func), mod, entry.encode()) == 0
+    assert cu.cuFuncSetAttribute(func, 8, dyn) == 0  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    slots = [ctypes.c_uint64(a.data_ptr()), ctypes.c_uint64(b.data_ptr()), ctypes.c_uint64(c.data_ptr()),
+             ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
+    keep.extend(slots)
+    ptrs = [ctypes.addressof(v) for v in slots]
+    ptrs += [tensor_map(a, k, m, (64, 128)), tensor_map(b, n, k, (64, 64))]
+    params = (ctypes.c_void_p * len(ptrs))(*ptrs)
+    keep.append(params)
+
+    def call():
+        stream = torch.cuda.current_stream().cuda_stream
+        r = cu.cuLaunchKernel(func, grid, 1, 1, threads, 1, 1, dyn, stream, params, None)
+        assert r == 0, f"cuLaunchKernel: error {r}"
+
+    call()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
+    call.keep = keep
     return cold_median_us(call), kernels_median_us(call), call
 
 
@@ -152,6 +219,13 @@ def main():
         print(f"{name:>16}: cuBLAS {c_us:9.1f} us {flop / c_us / 1e6:7.1f} TFLOP/s (kernel; events "
               f"{c_ev:.1f} us)")
         tri = triton_median_us(m, n, k)
+        tri_desc = triton_median_us(m, n, k, "v7.tile")
+        if tri_desc:
+            t_ev, t_us, cfg, _ = tri_desc
+            rows.append(dict(size=name, version="triton-v7-descriptors-autotuned", us=t_us, events_us=t_ev,
+                             cublas_us=c_us, cublas_events_us=c_ev, config=cfg))
+            print(f"{'':>18}Triton (v7.tile, tensor descriptors, tutorial autotune): {t_us:9.1f} us "
+                  f"{flop / t_us / 1e6:7.1f} TFLOP/s = {100 * c_us / t_us:5.1f}% of cuBLAS ({cfg})")
         if tri:
             t_ev, t_us, cfg, _ = tri
             rows.append(dict(size=name, version="triton-tutorial-autotuned", us=t_us, events_us=t_ev,
@@ -170,14 +244,19 @@ def main():
                              timer=t.get("timer"), check=r["status"]))
             print(f"{'':>18}{r['version']}: {us:9.1f} us {flop / us / 1e6:7.1f} TFLOP/s "
                   f"= {100 * c_us / us:5.1f}% of cuBLAS ({t.get('timer', 'events')}, {r['status']})")
-        # The best v5, and the best persistent v6 (v6 also sweeps `persistent: false`).
+        # The best v5, the best persistent v6 (v6 also sweeps `persistent: false`) and the best
+        # v7 (TMA), each in turn with Triton's tutorial kernel; v7 also with Triton's v7.
         for family in (lambda v: v.startswith("v5["),
-                       lambda v: v.startswith("v6[") and "persistent=true" in v):
+                       lambda v: v.startswith("v6[") and "persistent=true" in v,
+                       lambda v: v.startswith("v7[")):
             best = min((r for r in results if r["size"] == name and family(r["version"])
                         and (r.get("timing") or {}).get("median_us")),
                        key=lambda r: r["timing"]["median_us"], default=None)
             if best and tri:
                 in_turn(a, best, tri, rows, name, m, n, k, flop, c_us)
+            if best and tri_desc and best["version"].startswith("v7["):
+                print(f"{'':>18}(against Triton compiling the same descriptors:)")
+                in_turn(a, best, tri_desc, rows, name, m, n, k, flop, c_us)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(0), rows=rows), f, indent=1)

@@ -38,7 +38,7 @@ fn a_device_variable_starts_at_its_initialiser_and_keeps_its_value_between_launc
     let mut mem = Memory::new();
     let out = mem.alloc("out", &[0u8; 4 * 32], InitState::Initialized);
     let launch = |mem: &mut Memory| {
-        let params = [out];
+        let params = [emu::ParamValue::Word(out)];
         let l = Launch {
             entry: "take",
             grid: [1, 1, 1],

@@ -4,8 +4,6 @@
 
 mod support;
 
-use kwb::report::Status;
-
 fn workspace(dir: &std::path::Path, versions: &str) -> std::path::PathBuf {
     let kernels = support::repo().join("kernels");
     let yaml = format!(
@@ -35,23 +33,7 @@ fn persistent_programs_pass_on_the_emulator_and_the_interpreter() {
          constexprs: {BLOCK: 1024}\n    grid: M\n    args: [x, y, M, N]\n    persistent: true\n",
     );
     let ws = ws.to_str().unwrap();
-    for engine in [&["--cpu-engine", "emulator"][..], &[][..]] {
-        let mut args = vec![ws];
-        args.extend(engine);
-        let (code, report, err) = support::cpu_batch_json(&args);
-        assert_eq!(code, 0, "{engine:?}: {err}");
-        assert_eq!(report.results.len(), 4, "{err}");
-        for r in &report.results {
-            assert_eq!(
-                r.status,
-                Status::Ok,
-                "{engine:?} {} @ {}: {:?}",
-                r.version,
-                r.size,
-                r.message
-            );
-        }
-    }
+    support::assert_cpu_batch_passes(ws, 4);
     // The generated code loops over programs and takes their count last.
     let (code, out, err) = support::run_kwb(&["inspect", ws, "--version", "row", "--cuda"]);
     assert_eq!(code, 0, "{err}");

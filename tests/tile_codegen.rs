@@ -33,6 +33,8 @@ impl B {
                 body: Vec::new(),
                 num_warps,
                 loc: Loc { line: 1, col: 1 },
+                descriptors: Vec::new(),
+                desc_loads: Vec::new(),
             },
             stack: vec![Vec::new()],
             line: 1,
@@ -639,7 +641,7 @@ fn two_d_kernel_computes_the_right_values_in_the_emulator() {
         grid: [1, 1, 1],
         block: [128, 1, 1],
         dynamic_shared: 0,
-        params: &[xa, oa, aa, c as u64],
+        params: &kwb::emu::ParamValue::words(&[xa, oa, aa, c as u64]),
     };
     let report = kwb::emu::run(&module, &launch, &mut mem, &Default::default()).expect("runs");
     assert!(report.findings.is_empty(), "{:?}", report.findings);
@@ -858,7 +860,7 @@ fn a_two_d_tile_source_compiles_to_its_golden() {
         grid: [2, 1, 1],
         block: [128, 1, 1],
         dynamic_shared: 0,
-        params: &[xa, ya, ia, ca, n as u64],
+        params: &kwb::emu::ParamValue::words(&[xa, ya, ia, ca, n as u64]),
     };
     let report = kwb::emu::run(&module, &launch, &mut mem, &Default::default()).expect("runs");
     assert!(report.findings.is_empty(), "{:?}", report.findings);

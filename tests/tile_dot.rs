@@ -234,7 +234,7 @@ fn emulate(c: &Case, cuda: &str, dynamic: u32, a: &[f32], b: &[f32]) -> Option<(
         grid: grid(c),
         block: [c.warps * 32, 1, 1],
         dynamic_shared: dynamic,
-        params: &[aa, ba, ca, bm, bn, bk],
+        params: &kwb::emu::ParamValue::words(&[aa, ba, ca, bm, bn, bk]),
     };
     let report = kwb::emu::run(&module, &launch, &mut mem, &Default::default())
         .unwrap_or_else(|e| panic!("{c:?}: the emulator failed: {e:?}"));

@@ -175,6 +175,8 @@ impl B {
             body: self.blocks.pop().unwrap(),
             num_warps: 4,
             loc: Loc { line: 1, col: 1 },
+            descriptors: Vec::new(),
+            desc_loads: Vec::new(),
         }
     }
 }

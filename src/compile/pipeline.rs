@@ -59,6 +59,9 @@ pub struct CompiledVersion {
     /// Tile versions: kernel name → bytes of dynamic shared memory its launch needs (its
     /// `cp.async` rings past 48 KiB); empty for `.cu`.
     pub tile_dynamic_shared: Vec<(String, u64)>,
+    /// Tile versions: kernel name → the tensor maps its launch passes after its arguments
+    /// (TMA copies); empty for `.cu`.
+    pub tile_tensor_maps: Vec<(String, Vec<crate::tile::TensorMapParam>)>,
     /// The problem sizes this compile is specialised for; empty means every size.
     pub sizes: Vec<String>,
     /// Tile versions whose constexprs, `num_warps` or argument facts differ between sizes: the
@@ -76,6 +79,13 @@ impl CompiledVersion {
         (self.tile_dynamic_shared.iter())
             .find(|(k, _)| k == name)
             .map_or(0, |(_, b)| *b)
+    }
+
+    /// The tensor maps kernel `name` takes after its arguments (TMA copies of a tile kernel).
+    pub fn tile_tensor_maps(&self, name: &str) -> &[crate::tile::TensorMapParam] {
+        (self.tile_tensor_maps.iter())
+            .find(|(k, _)| k == name)
+            .map_or(&[], |(_, m)| m.as_slice())
     }
 
     /// The compile that serves problem size `size`.
@@ -116,6 +126,7 @@ impl CompiledVersion {
             generated: None,
             tile_kernels: Vec::new(),
             tile_dynamic_shared: Vec::new(),
+            tile_tensor_maps: Vec::new(),
             sizes: Vec::new(),
             variants: Vec::new(),
         }

@@ -199,6 +199,7 @@ impl Compiler {
         }
         out.tile_kernels = tiled.kernels;
         out.tile_dynamic_shared = tiled.dynamic_shared;
+        out.tile_tensor_maps = tiled.tensor_maps;
         if tiled.arch_specific && !self.arch.is_specific() {
             // wgmma exists on sm_90a, the architecture-specific form of sm_90, alone.
             let plain = format!("--gpu-architecture={}", self.arch);

@@ -29,6 +29,11 @@ pub enum FindingKind {
     /// A `.sync.aligned` warp-wide instruction (`mma`, `ldmatrix`, `wgmma`) that only part of
     /// the warp executed, or a `wgmma` in a block that does not hold its whole warpgroup.
     PartialWarp,
+    /// An mbarrier used before `mbarrier.init`, outside shared memory, or arrived on more
+    /// often than its count.
+    Mbarrier,
+    /// Threads that wait on an mbarrier phase that nothing left running will complete.
+    Deadlock,
 }
 
 impl FindingKind {
@@ -44,6 +49,8 @@ impl FindingKind {
             FindingKind::DivergentBarrier => "divergent-barrier",
             FindingKind::ShuffleMask => "shuffle-mask",
             FindingKind::PartialWarp => "partial-warp",
+            FindingKind::Mbarrier => "mbarrier",
+            FindingKind::Deadlock => "deadlock",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Decoding one PTX instruction's opcode text (`ld.global.nc.v4.f32`, `setp.ge.s32`,
 //! `cvt.rn.f32.f64`…) into an [`Op`], its type and its modifiers.
 
+use super::decode_tma;
 use super::inst::*;
 
 /// The opcode's base, types and modifiers; `Err` names what is not supported.
@@ -10,7 +11,13 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
     match base {
         "mma" => return mma(text),
         "ldmatrix" => return ldmatrix(text),
+        "cp" if text.starts_with("cp.async.bulk") => return decode_tma::bulk_tensor(text),
         "cp" => return cp_async(text),
+        "mbarrier" => return decode_tma::mbarrier(text),
+        "prefetch" if text.ends_with(".tensormap") => return decode_tma::prefetch_tensormap(text),
+        "fence" if text.starts_with("fence.mbarrier_init") => {
+            return decode_tma::mbarrier_init_fence(text)
+        }
         "wgmma" => return wgmma(text),
         "fence" if text.starts_with("fence.proxy.async") => return proxy_fence(text),
         _ => {}
@@ -332,7 +339,7 @@ fn ldmatrix(text: &str) -> Result<(Op, Ty, Mods), String> {
 
 /// `cp.async.{ca,cg}.shared[::cta].global[.L2::…]` (a copy), and `cp.async.commit_group`,
 /// `cp.async.wait_group`, `cp.async.wait_all`, which change nothing here: the emulator copies
-/// at once. The bulk and tensor forms are named as unsupported.
+/// at once. The bulk tensor forms are decoded in [`decode_tma`].
 fn cp_async(text: &str) -> Result<(Op, Ty, Mods), String> {
     let mut parts = text.split('.').skip(1);
     if parts.next() != Some("async") {

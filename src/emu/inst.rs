@@ -246,6 +246,14 @@ pub enum Op {
     /// `wgmma.mma_async.sync.aligned.m64nNk16.f32`: a warpgroup's multiply of shared-memory
     /// tiles, run at once, warp by warp (N / 8 in `Mods::vec`, the input type in `src_ty`).
     Wgmma,
+    /// `mbarrier.{init,arrive,expect_tx,try_wait,test_wait,inval}`: the operation in
+    /// `Mods::sub` (`MBAR_*`), kept in a per-CTA table by the barrier's shared-memory offset.
+    Mbarrier,
+    /// `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`: a TMA
+    /// load of one box, run at once (N in `Mods::vec`).
+    BulkTensor,
+    /// `prefetch.tensormap`: checks the map, changes nothing.
+    PrefetchTensorMap,
     Nop,
 }
 
@@ -308,6 +316,17 @@ pub const ATOM_OR: u8 = 6;
 pub const ATOM_XOR: u8 = 7;
 pub const ATOM_INC: u8 = 8;
 pub const ATOM_DEC: u8 = 9;
+
+/// mbarrier operations (`Mods::sub` of [`Op::Mbarrier`]).
+pub const MBAR_INIT: u8 = 0;
+pub const MBAR_ARRIVE: u8 = 1;
+pub const MBAR_ARRIVE_EXPECT_TX: u8 = 2;
+pub const MBAR_EXPECT_TX: u8 = 3;
+pub const MBAR_TRY_WAIT: u8 = 4;
+pub const MBAR_TRY_WAIT_PARITY: u8 = 5;
+pub const MBAR_TEST_WAIT: u8 = 6;
+pub const MBAR_TEST_WAIT_PARITY: u8 = 7;
+pub const MBAR_INVAL: u8 = 8;
 
 /// One decoded instruction.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,20 +4,24 @@
 //!
 //! Stages: [`parse`] reads PTX text and decodes every instruction once into the compact form
 //! of [`inst`]; [`exec`] runs a grid, CTAs in parallel across cores, each CTA's warps lane by
-//! lane in lockstep ([`alu`] holds the per-lane semantics); [`memory`] is the emulated global
+//! lane in lockstep ([`alu`] holds the per-lane semantics), TMA loads and mbarriers included
+//! (a [`TensorMap`] is kwb's encoding of the map they name); [`memory`] is the emulated global
 //! address space with red zones; [`checks`] collects findings. Nothing here knows about
 //! workspaces, the UI or the GPU.
 
 mod alu;
 mod checks;
 mod decode;
+mod decode_tma;
 mod exec;
 pub mod inst;
 mod memory;
 mod parse;
+mod tensor_map;
 
 pub use checks::{Finding, FindingKind};
 pub use memory::{InitState, Memory};
+pub use tensor_map::TensorMap;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -117,9 +121,68 @@ pub struct Launch<'a> {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub dynamic_shared: u32,
-    /// One raw value per PTX parameter, in order: pointers are addresses from
-    /// [`Memory::alloc`], 32-bit values sit in the low bits, floats as their bits.
-    pub params: &'a [u64],
+    /// One value per PTX parameter, in order.
+    pub params: &'a [ParamValue],
+}
+
+/// The value of one kernel parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamValue {
+    /// A scalar of up to 8 bytes: pointers are addresses from [`Memory::alloc`], 32-bit values
+    /// sit in the low bits, floats as their bits.
+    Word(u64),
+    /// The bytes of an aggregate parameter (`.param .align 64 .b8 p[128]`, such as a
+    /// [`TensorMap`]'s), exactly as many as the PTX declares.
+    Bytes(Vec<u8>),
+}
+
+impl ParamValue {
+    /// One [`ParamValue::Word`] per raw value.
+    pub fn words(values: &[u64]) -> Vec<ParamValue> {
+        values.iter().map(|&v| ParamValue::Word(v)).collect()
+    }
+}
+
+impl From<u64> for ParamValue {
+    fn from(v: u64) -> ParamValue {
+        ParamValue::Word(v)
+    }
+}
+
+/// The kernel's parameter space: each value at its offset, checked against its PTX size.
+pub(crate) fn param_space(e: &Entry, values: &[ParamValue]) -> Result<Vec<u8>, EmuError> {
+    let end = (e.params.iter().zip(&e.param_offsets))
+        .map(|(p, &o)| (o + p.size) as usize)
+        .max()
+        .unwrap_or(0);
+    let mut space = vec![0u8; end + 16];
+    for (k, ((p, &off), v)) in e
+        .params
+        .iter()
+        .zip(&e.param_offsets)
+        .zip(values)
+        .enumerate()
+    {
+        let off = off as usize;
+        let size = p.size as usize;
+        match v {
+            ParamValue::Word(w) if size <= 8 => {
+                space[off..off + size].copy_from_slice(&w.to_le_bytes()[..size]);
+            }
+            ParamValue::Bytes(b) if b.len() == size => space[off..off + size].copy_from_slice(b),
+            _ => {
+                let given = match v {
+                    ParamValue::Word(_) => "a scalar".to_string(),
+                    ParamValue::Bytes(b) => format!("{} bytes", b.len()),
+                };
+                return Err(EmuError::BadLaunch(format!(
+                    "parameter {k} of `{}` is {size} bytes, the launch gives {given}",
+                    e.name
+                )));
+            }
+        }
+    }
+    Ok(space)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -158,6 +221,8 @@ pub enum EmuError {
     BadLaunch(String),
     #[error("the kernel ran past its budget of {0} lane-instructions (an endless loop?)")]
     Budget(u64),
+    #[error("PTX line {ptx_line}: {message}")]
+    TensorMap { message: String, ptx_line: u32 },
 }
 
 /// Runs one launch of `module` on `mem`.

@@ -12,14 +12,18 @@ struct Scope {
     names: HashMap<String, u32>,
     /// Declared `%r<N>`-style prefixes: (prefix, count).
     ranges: Vec<(String, u32)>,
+    /// Labels of a nested scope (an inline-asm `{ }` block): seen only inside it, so each
+    /// copy of an inlined block has its own.
+    labels: HashMap<String, u32>,
 }
 
 struct EntryBuilder {
     entry: Entry,
     scopes: Vec<Scope>,
     labels: HashMap<String, u32>,
-    /// Branches waiting for their label: (instruction, argument index, label, line).
-    fixups: Vec<(usize, usize, String, u32)>,
+    /// Branches waiting for their label: (instruction, argument index, label, line, depth of
+    /// the innermost scope whose labels may still resolve it).
+    fixups: Vec<(usize, usize, String, u32, usize)>,
     sym_index: HashMap<String, u32>,
 }
 
@@ -46,6 +50,46 @@ impl EntryBuilder {
             fixups: Vec::new(),
             sym_index: HashMap::new(),
         }
+    }
+
+    /// Defines `label` at the next instruction, in the innermost scope.
+    fn label(&mut self, label: &str) {
+        let at = self.entry.insts.len() as u32;
+        match self.scopes.len() {
+            0 | 1 => self.labels.insert(label.to_string(), at),
+            _ => self
+                .scopes
+                .last_mut()
+                .and_then(|s| s.labels.insert(label.to_string(), at)),
+        };
+    }
+
+    /// Closes the innermost scope: the branches inside it to its labels are resolved, the
+    /// others are left to the enclosing scopes.
+    fn close_scope(&mut self) {
+        let depth = self.scopes.len();
+        let Some(scope) = self.scopes.pop() else {
+            return;
+        };
+        if depth <= 1 {
+            return;
+        }
+        let insts = &mut self.entry.insts;
+        self.fixups.retain_mut(|(i, a, name, _, d)| {
+            if *d < depth {
+                return true;
+            }
+            match scope.labels.get(name.as_str()) {
+                Some(&pc) => {
+                    insts[*i].args[*a] = Operand::Label(pc);
+                    false
+                }
+                None => {
+                    *d = depth - 1;
+                    true
+                }
+            }
+        });
     }
 
     fn reg(&mut self, name: &str) -> Option<u32> {
@@ -291,11 +335,12 @@ pub fn parse(text: &str) -> Result<Module, Vec<PtxError>> {
                 b.scopes.push(Scope {
                     names: HashMap::new(),
                     ranges: Vec::new(),
+                    labels: HashMap::new(),
                 });
                 continue;
             }
             if t == "}" {
-                b.scopes.pop();
+                b.close_scope();
                 if b.scopes.is_empty() {
                     let done = cur.take().expect("inside an entry");
                     match finish(done, &module) {
@@ -334,9 +379,7 @@ pub fn parse(text: &str) -> Result<Module, Vec<PtxError>> {
                 continue;
             }
             if let Some(label) = t.strip_suffix(':') {
-                let label = label.trim();
-                b.labels
-                    .insert(label.to_string(), b.entry.insts.len() as u32);
+                b.label(label.trim());
                 continue;
             }
             // A label followed by an instruction on the same line.
@@ -344,8 +387,7 @@ pub fn parse(text: &str) -> Result<Module, Vec<PtxError>> {
                 Some((l, rest))
                     if !l.contains(' ') && !l.contains('[') && !rest.starts_with(':') =>
                 {
-                    b.labels
-                        .insert(l.trim().to_string(), b.entry.insts.len() as u32);
+                    b.label(l.trim());
                     rest.trim()
                 }
                 _ => t,
@@ -624,6 +666,15 @@ fn operand(b: &mut EntryBuilder, s: &str, ty: Ty, module: &Module) -> Result<Ope
         return Ok(Operand::Sink);
     }
     if let Some(inner) = s.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        // A tensor operand, `[map, {c0, c1}]`: the map's address, then the coordinates.
+        let parts = split_operands(inner);
+        if parts.len() > 1 {
+            let mut v = vec![operand(b, &format!("[{}]", parts[0]), ty, module)?];
+            for p in &parts[1..] {
+                v.push(operand(b, p, ty, module)?);
+            }
+            return Ok(Operand::Vec(v));
+        }
         let split = inner
             .find('+')
             .or_else(|| inner.rfind('-').filter(|&i| i > 0));
@@ -752,8 +803,9 @@ fn instruction(
         };
         let o = operand(b, a, imm_ty, module)?;
         if let Operand::Label(_) = o {
+            let depth = b.scopes.len();
             b.fixups
-                .push((b.entry.insts.len(), args.len(), a.to_string(), line));
+                .push((b.entry.insts.len(), args.len(), a.to_string(), line, depth));
         }
         args.push(o);
     }
@@ -775,7 +827,7 @@ fn instruction(
 /// Resolves labels and lays out shared and local memory.
 fn finish(mut b: EntryBuilder, module: &Module) -> Result<Entry, Vec<PtxError>> {
     let mut errors = Vec::new();
-    for (i, a, name, line) in std::mem::take(&mut b.fixups) {
+    for (i, a, name, line, _) in std::mem::take(&mut b.fixups) {
         match b.labels.get(&name) {
             Some(&pc) => b.entry.insts[i].args[a] = Operand::Label(pc),
             None => errors.push(PtxError {

@@ -3,20 +3,21 @@
 //! nothing but `cuLaunchKernel` calls.
 
 use super::device::{DevBuf, Module, Stream};
-use super::protocol::{ArgSpec, Program};
+use super::protocol::{ArgSpec, Program, TensorMapSpec};
 use cudarc::driver::result::{self, DriverError as CuError};
 use cudarc::driver::sys;
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-/// One launch, ready to go. `values` holds each argument in an 8-byte slot; `ptrs` points at
-/// the slots (boxed, so the addresses stay put when the struct moves).
+/// One launch, ready to go. `values` holds each argument in an 8-byte slot and `maps` each
+/// tensor map; `ptrs` points at them (boxed, so the addresses stay put when the struct moves).
 struct Ready {
     func: sys::CUfunction,
     grid: [u32; 3],
     block: [u32; 3],
     shared: u32,
     _values: Box<[u64]>,
+    _maps: Box<[sys::CUtensorMap]>,
     ptrs: Box<[*mut c_void]>,
 }
 
@@ -94,31 +95,47 @@ impl Loaded {
             };
             let args = l.kernel_args();
             let mut values = vec![0u64; args.len()].into_boxed_slice();
+            let mut maps = Vec::new();
+            let ptr = |name: &str| {
+                (buffers.get(name).map(|b| b.ptr))
+                    .ok_or_else(|| fail(format!("no buffer `{name}`")))
+            };
             for (slot, a) in values.iter_mut().zip(&args) {
-                *slot = match a {
-                    ArgSpec::Buffer(name) => buffers
-                        .get(name)
-                        .map(|b| b.ptr)
-                        .ok_or_else(|| fail(format!("no buffer `{name}`")))?,
-                    ArgSpec::I32(v) => u64::from(*v as u32),
-                    ArgSpec::U32(v) => u64::from(*v),
-                    ArgSpec::I64(v) => *v as u64,
-                    ArgSpec::U64(v) => *v,
-                    ArgSpec::F32(v) => u64::from(v.to_bits()),
-                    ArgSpec::F64(v) => v.to_bits(),
-                };
+                match (a.word(ptr)?, a) {
+                    (Some(w), _) => *slot = w,
+                    (None, ArgSpec::TensorMap(m)) => {
+                        let map = encode_tensor_map(m, ptr(&m.buffer)?).map_err(|e| {
+                            fail(format!(
+                                "cannot encode the tensor map of `{}`: {}",
+                                m.buffer,
+                                super::device::error_name(&e)
+                            ))
+                        })?;
+                        maps.push(map);
+                    }
+                    (None, _) => {}
+                }
             }
-            // Each slot is little-endian, so a 4-byte parameter reads its low half.
-            let ptrs: Box<[*mut c_void]> = values
-                .iter_mut()
-                .map(|v| v as *mut u64 as *mut c_void)
+            // Each slot is little-endian, so a 4-byte parameter reads its low half; a tensor
+            // map's parameter points at its 128 bytes instead.
+            let mut maps = maps.into_boxed_slice();
+            let mut next_map = maps.iter_mut();
+            let ptrs: Box<[*mut c_void]> = (values.iter_mut().zip(&args))
+                .map(|(v, a)| match (a, &mut next_map) {
+                    (ArgSpec::TensorMap(_), it) => it.next().map_or(std::ptr::null_mut(), |m| {
+                        m as *mut sys::CUtensorMap as *mut c_void
+                    }),
+                    _ => v as *mut u64 as *mut c_void,
+                })
                 .collect();
+            drop(next_map);
             launches.push(Ready {
                 func,
                 grid,
                 block: l.block,
                 shared: l.dynamic_shared_bytes,
                 _values: values,
+                _maps: maps,
                 ptrs,
             });
         }
@@ -156,6 +173,46 @@ impl Loaded {
         }
         Ok(())
     }
+}
+
+/// A tiled `CUtensorMap` over the buffer at `ptr` (zero fill outside it, L2 promotion of 256
+/// bytes); the element type is the unsigned integer of the element's size, since a copy only
+/// moves bytes.
+fn encode_tensor_map(m: &TensorMapSpec, ptr: u64) -> Result<sys::CUtensorMap, CuError> {
+    use sys::CUtensorMapDataType as T;
+    use sys::CUtensorMapSwizzle as S;
+    let dtype = match m.elem_bytes {
+        1 => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        2 => T::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        4 => T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        _ => T::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+    };
+    let swizzle = match m.swizzle {
+        32 => S::CU_TENSOR_MAP_SWIZZLE_32B,
+        64 => S::CU_TENSOR_MAP_SWIZZLE_64B,
+        128 => S::CU_TENSOR_MAP_SWIZZLE_128B,
+        _ => S::CU_TENSOR_MAP_SWIZZLE_NONE,
+    };
+    let ones = vec![1u32; m.dims.len()];
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            m.dims.len() as u32,
+            ptr as *mut c_void,
+            m.dims.as_ptr(),
+            m.strides.as_ptr(),
+            m.box_dims.as_ptr(),
+            ones.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()?;
+    }
+    Ok(map)
 }
 
 /// CTAs of `func` the current device holds at once: its multiprocessors times the blocks of

@@ -155,13 +155,39 @@ pub struct LaunchSpec {
     /// once and passes this count as the kernel's extra last argument (`run/program.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub programs: Option<u32>,
+    /// A tile kernel's tensor maps (TMA copies), passed after everything else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMapSpec>,
+}
+
+/// A `CUtensorMap` kernel parameter to encode at launch: a 2-D (or higher) tiled view of a
+/// buffer, innermost dimension first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TensorMapSpec {
+    pub buffer: String,
+    pub elem_bytes: u32,
+    /// Extents in elements.
+    pub dims: Vec<u64>,
+    /// Byte strides of the dimensions after the innermost.
+    pub strides: Vec<u64>,
+    /// The box one copy moves, in elements.
+    pub box_dims: Vec<u32>,
+    /// Shared-memory swizzle span in bytes: 0, 32, 64 or 128.
+    pub swizzle: u32,
 }
 
 impl LaunchSpec {
-    /// The arguments the kernel takes: the launch's, then a persistent kernel's program count.
+    /// The arguments the kernel takes: the launch's, then a persistent kernel's program count,
+    /// then its tensor maps.
     pub fn kernel_args(&self) -> Vec<ArgSpec> {
         let programs = self.programs.map(|n| ArgSpec::I32(n as i32));
-        self.args.iter().cloned().chain(programs).collect()
+        let maps = self.tensor_maps.iter().cloned().map(ArgSpec::TensorMap);
+        self.args
+            .iter()
+            .cloned()
+            .chain(programs)
+            .chain(maps)
+            .collect()
     }
 
     /// The CTAs a persistent launch runs, given how many the GPU holds at once; else the grid.
@@ -170,6 +196,24 @@ impl LaunchSpec {
             Some(n) => [n.min(resident.max(1)), 1, 1],
             None => self.grid,
         }
+    }
+}
+
+impl ArgSpec {
+    /// The 8-byte little-endian slot of a scalar or buffer argument, as the GPU and the
+    /// emulator take it: a 4-byte value in the low half, floats as their bits, a buffer as the
+    /// address `buffer` gives for its name. `None` for a tensor map (128 bytes of its own).
+    pub fn word<E>(&self, buffer: impl FnOnce(&str) -> Result<u64, E>) -> Result<Option<u64>, E> {
+        Ok(Some(match self {
+            ArgSpec::Buffer(name) => buffer(name)?,
+            ArgSpec::I32(v) => u64::from(*v as u32),
+            ArgSpec::U32(v) => u64::from(*v),
+            ArgSpec::I64(v) => *v as u64,
+            ArgSpec::U64(v) => *v,
+            ArgSpec::F32(v) => u64::from(v.to_bits()),
+            ArgSpec::F64(v) => v.to_bits(),
+            ArgSpec::TensorMap(_) => return Ok(None),
+        }))
     }
 }
 
@@ -184,6 +228,8 @@ pub enum ArgSpec {
     U64(u64),
     F32(f32),
     F64(f64),
+    /// A 128-byte `CUtensorMap` (by value, `__grid_constant__`).
+    TensorMap(TensorMapSpec),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

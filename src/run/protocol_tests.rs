@@ -23,6 +23,14 @@ fn job() -> RunJob {
                     ArgSpec::U64(u64::MAX),
                 ],
                 programs: Some(4096),
+                tensor_maps: vec![TensorMapSpec {
+                    buffer: "a".into(),
+                    elem_bytes: 2,
+                    dims: vec![4096, 4096],
+                    strides: vec![8192],
+                    box_dims: vec![64, 128],
+                    swizzle: 128,
+                }],
             }],
         },
         buffers: vec![BufferSpec {

@@ -399,9 +399,43 @@ pub struct Kernel {
     pub num_warps: u32,
     /// The line of the `def`.
     pub loc: Loc,
+    /// `tl.make_tensor_descriptor` results, by index.
+    pub descriptors: Vec<Descriptor>,
+    /// The loads that are a descriptor's `.load`: the load's destination, with the descriptor
+    /// and the offsets. Each is also written out as a masked pointer load (so every backend
+    /// runs it as it is); a backend may copy it with the tensor-memory accelerator instead.
+    pub desc_loads: Vec<DescLoad>,
+}
+
+/// A 2-D tensor descriptor (`tl.make_tensor_descriptor`): row-major `shape` with `strides`
+/// (elements; the last is 1) from `base`, read in blocks of `block` elements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Descriptor {
+    pub base: VarId,
+    /// Integer scalars, outermost first.
+    pub shape: Vec<VarId>,
+    pub strides: Vec<VarId>,
+    pub block: Vec<u32>,
+    /// The source name it was bound to, if any.
+    pub name: Option<String>,
+}
+
+/// One `desc.load([o0, o1])`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DescLoad {
+    /// The variable the load assigns.
+    pub dst: VarId,
+    pub desc: usize,
+    /// Integer scalars: the block's first element along each dimension, outermost first.
+    pub offsets: Vec<VarId>,
 }
 
 impl Kernel {
+    /// The descriptor `dst` is loaded from, with its offsets, when it is a descriptor's load.
+    pub fn desc_load(&self, dst: VarId) -> Option<&DescLoad> {
+        self.desc_loads.iter().find(|d| d.dst == dst)
+    }
+
     /// For tests: kernel `k` of `k.tile`, 4 warps, with no parameters, variables or statements.
     #[cfg(test)]
     pub(crate) fn empty() -> Kernel {
@@ -413,6 +447,8 @@ impl Kernel {
             body: Vec::new(),
             num_warps: 4,
             loc: Loc::default(),
+            descriptors: Vec::new(),
+            desc_loads: Vec::new(),
         }
     }
 

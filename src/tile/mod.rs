@@ -70,6 +70,34 @@ pub struct Compiled {
     /// The code must be compiled for the architecture-specific form of the target (`sm_90a`:
     /// it uses `wgmma`).
     pub arch_specific: bool,
+    /// Kernel name → the tensor maps its launch passes after its arguments (TMA copies of
+    /// descriptor loads, `cuda/tma.rs`), in parameter order.
+    pub tensor_maps: Vec<(String, Vec<TensorMapParam>)>,
+}
+
+/// A kernel's extra `CUtensorMap` parameter (a `__grid_constant__` of 128 bytes): what the
+/// launch encodes for it from the launch's own arguments.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TensorMapParam {
+    /// The launch argument that is the tensor's base pointer.
+    pub base: usize,
+    pub elem_bytes: u32,
+    /// The tensor's extents in elements, innermost first.
+    pub dims: Vec<Extent>,
+    /// The strides of the dimensions after the innermost, in elements, innermost first.
+    pub strides: Vec<Extent>,
+    /// The box one copy moves, innermost first (elements).
+    pub box_dims: Vec<u32>,
+    /// The shared-memory swizzle span in bytes: 0, 32, 64 or 128.
+    pub swizzle: u32,
+}
+
+/// An extent or stride of a tensor map: a launch argument's value, or a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Extent {
+    Arg(usize),
+    Const(i64),
 }
 
 /// What the generated code may use of the GPU it is compiled for.
@@ -125,6 +153,7 @@ pub fn compile_for(
             diagnostics,
             dynamic_shared: Vec::new(),
             arch_specific: false,
+            tensor_maps: Vec::new(),
         };
     }
     let written = cuda::write_kernels_for(&kernels, target);
@@ -132,6 +161,7 @@ pub fn compile_for(
         cuda: written.cuda,
         dynamic_shared: written.dynamic_shared,
         arch_specific: written.arch_specific,
+        tensor_maps: written.tensor_maps,
         kernels: kernels.into_iter().map(Arc::new).collect(),
         diagnostics,
     }

@@ -37,6 +37,7 @@ fn done(app: &App, generation: u64, ok: bool) -> Action {
         generated: None,
         tile_kernels: Vec::new(),
         tile_dynamic_shared: Vec::new(),
+        tile_tensor_maps: Vec::new(),
         sizes: Vec::new(),
         variants: Vec::new(),
     };

@@ -130,6 +130,28 @@ pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
 }
 
 /// `kwb batch --cpu --format json --seed 7 ARGS`: exit code, the parsed report, stderr.
+/// `kwb batch --cpu` on `workspace` with the PTX emulator and with the default engine: each
+/// run gives `results` results, every one of them passing its check.
+pub fn assert_cpu_batch_passes(workspace: &str, results: usize) {
+    for engine in [&["--cpu-engine", "emulator"][..], &[][..]] {
+        let mut args = vec![workspace];
+        args.extend(engine);
+        let (code, report, err) = cpu_batch_json(&args);
+        assert_eq!(code, 0, "{engine:?}: {err}");
+        assert_eq!(report.results.len(), results, "{err}");
+        for r in &report.results {
+            assert_eq!(
+                r.status,
+                kwb::report::Status::Ok,
+                "{engine:?} {} @ {}: {:?}",
+                r.version,
+                r.size,
+                r.message
+            );
+        }
+    }
+}
+
 pub fn cpu_batch_json(args: &[&str]) -> (i32, kwb::report::BatchReport, String) {
     provision_nvrtc();
     let mut all = vec!["batch", "--cpu", "--format", "json", "--seed", "7"];

@@ -2,7 +2,8 @@
 //! zones) in global, shared and local memory, alignment, reads of bytes never written, and
 //! races between the threads of a CTA within one barrier interval.
 
-use super::{unsupported, Cta, LOCAL_WINDOW, SHARED_WINDOW};
+use super::mbarrier::async_writer_barrier;
+use super::{unsupported, Cta, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW};
 use crate::emu::alu::{mask, sext};
 use crate::emu::checks::FindingKind;
 use crate::emu::inst::*;
@@ -44,6 +45,9 @@ impl Cta<'_> {
             }
             Where::Global if (LOCAL_WINDOW..LOCAL_WINDOW + (1 << 32)).contains(&addr) => {
                 (Where::Local, addr - LOCAL_WINDOW)
+            }
+            Where::Global if (PARAM_WINDOW..PARAM_WINDOW + (1 << 32)).contains(&addr) => {
+                (Where::Param, addr - PARAM_WINDOW)
             }
             s => (s, addr),
         }
@@ -112,6 +116,23 @@ impl Cta<'_> {
     }
 
     fn race(&mut self, t: usize, i: usize, kind: FindingKind, key: u64, size: u64, write: bool) {
+        self.race_by(t, t as u32, i, kind, key, size, write);
+    }
+
+    /// Records an access to `size` bytes at `key` made for thread `t` by `who` (the thread, or
+    /// a bulk copy it issued), and reports a race with another thread or copy, unless `t` has
+    /// seen that copy complete.
+    #[allow(clippy::too_many_arguments)]
+    fn race_by(
+        &mut self,
+        t: usize,
+        who: u32,
+        i: usize,
+        kind: FindingKind,
+        key: u64,
+        size: u64,
+        write: bool,
+    ) {
         let epoch = self.epoch;
         // The bytes of the 4-byte word the access covers (8-byte accesses: both words).
         let mut other = None;
@@ -120,22 +141,24 @@ impl Cta<'_> {
             let bytes = (((1u32 << (size.min(4 - a % 4))) - 1) << (a % 4)) as u8;
             let o = match kind {
                 FindingKind::SharedRace => match self.sh_shadow.get_mut((a / 4) as usize) {
-                    Some(s) => s.access(t as u32, epoch, write, bytes),
+                    Some(s) => s.access(who, epoch, write, bytes),
                     None => None,
                 },
                 _ => self
                     .gshadow
                     .entry(a / 4)
                     .or_default()
-                    .access(t as u32, epoch, write, bytes),
+                    .access(who, epoch, write, bytes),
             };
-            other = other.or(o);
+            other = other.or(o.filter(|&o| !self.mbars.has_seen(t, o)));
             a = (a / 4 + 1) * 4;
         }
         if let Some(o) = other {
             if self.wants(kind, i) {
                 let who = if o == u32::MAX {
                     "other threads".to_string()
+                } else if let Some(bar) = async_writer_barrier(&self.mbars, o) {
+                    format!("a bulk tensor copy completing on the mbarrier at shared offset {bar} (not waited for)")
                 } else {
                     format!("thread {:?}", self.coords(o as usize))
                 };
@@ -233,20 +256,7 @@ impl Cta<'_> {
 
     pub(super) fn store(&mut self, t: usize, i: usize, space: Where, a: u64, size: u64, v: u64) {
         match space {
-            Where::Shared => {
-                let len = self.shared.len() as u64;
-                if a + size > len {
-                    let what = format!("shared-memory offset {a}, past the {len} bytes of this block's shared memory");
-                    self.out_of_bounds(t, i, true, size, what);
-                    return;
-                }
-                self.race(t, i, FindingKind::SharedRace, a, size, true);
-                self.shared[a as usize..(a + size) as usize]
-                    .copy_from_slice(&v.to_le_bytes()[..size as usize]);
-                for b in a..a + size {
-                    self.sh_written[(b / 64) as usize] |= 1 << (b % 64);
-                }
-            }
+            Where::Shared => self.store_shared_as(t, t as u32, i, a, size, v),
             Where::Local => {
                 let frame = u64::from(self.e.local_bytes);
                 if a + size > frame {
@@ -267,6 +277,32 @@ impl Cta<'_> {
                 }
             }
             Where::Param | Where::Const => {}
+        }
+    }
+
+    /// A shared-memory write for thread `t` by `who` (the thread, or a bulk copy it issued).
+    pub(super) fn store_shared_as(
+        &mut self,
+        t: usize,
+        who: u32,
+        i: usize,
+        a: u64,
+        size: u64,
+        v: u64,
+    ) {
+        let len = self.shared.len() as u64;
+        if a + size > len {
+            let what = format!(
+                "shared-memory offset {a}, past the {len} bytes of this block's shared memory"
+            );
+            self.out_of_bounds(t, i, true, size, what);
+            return;
+        }
+        self.race_by(t, who, i, FindingKind::SharedRace, a, size, true);
+        self.shared[a as usize..(a + size) as usize]
+            .copy_from_slice(&v.to_le_bytes()[..size as usize]);
+        for b in a..a + size {
+            self.sh_written[(b / 64) as usize] |= 1 << (b % 64);
         }
     }
 

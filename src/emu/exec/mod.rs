@@ -1,12 +1,16 @@
 //! Running a grid: CTAs in parallel across cores; in each CTA, warps one after another until
-//! every thread has exited or waits at a barrier, then the barrier is released. Inside a warp
+//! every thread has exited, waits at a barrier or has parked after a failed mbarrier wait;
+//! parked threads run again (and again, while that changes anything: else it is a deadlock)
+//! until none is left, then the barrier is released. Inside a warp
 //! the lanes run in lockstep: each step takes the lowest program counter among the running
 //! lanes and executes that instruction for every lane there, so lanes that branched apart
 //! reconverge where their paths meet (the immediate post-dominator of structured code), and a
 //! loop's exited lanes wait for the others.
 
 mod async_copy;
+mod bulk_copy;
 mod matrix_ops;
+mod mbarrier;
 mod memory_ops;
 mod warp_ops;
 mod warpgroup_ops;
@@ -22,6 +26,8 @@ use std::collections::{BTreeSet, HashMap};
 /// Generic addresses of a CTA's shared memory and a thread's local memory start here.
 pub(crate) const SHARED_WINDOW: u64 = 0x0000_1000_0000_0000;
 pub(crate) const LOCAL_WINDOW: u64 = 0x0000_2000_0000_0000;
+/// Generic addresses of the kernel's parameters (`cvta.param`) start here.
+pub(crate) const PARAM_WINDOW: u64 = 0x0000_3000_0000_0000;
 /// Lane-instructions one CTA may execute before it counts as hung.
 const CTA_BUDGET: u64 = 400_000_000;
 
@@ -29,6 +35,8 @@ const CTA_BUDGET: u64 = 400_000_000;
 enum State {
     Run,
     Bar,
+    /// Parked after a failed mbarrier wait, until the other warps have run.
+    Wait,
     Done,
 }
 
@@ -59,6 +67,7 @@ pub(crate) struct Cta<'a> {
     approx: BTreeSet<&'static str>,
     /// The barrier instruction the waiting threads reached (for the divergence report).
     bar_at: Option<usize>,
+    mbars: mbarrier::Barriers,
 }
 
 struct CtaOut {
@@ -103,12 +112,7 @@ pub fn run(
             "{shared} bytes of shared memory per block (227 KiB at most)"
         )));
     }
-    let mut params = vec![0u8; e.param_offsets.last().map_or(0, |&o| o as usize) + 16];
-    for ((p, &off), &v) in e.params.iter().zip(&e.param_offsets).zip(launch.params) {
-        let n = (p.size as usize).min(8);
-        let end = (off as usize + n).min(params.len());
-        params[off as usize..end].copy_from_slice(&v.to_le_bytes()[..end - off as usize]);
-    }
+    let params = super::param_space(e, launch.params)?;
     let globals = place_globals(e, mem);
     let [gx, gy, gz] = launch.grid.map(u64::from);
     let total = gx * gy * gz;
@@ -219,6 +223,7 @@ impl<'a> Cta<'a> {
             count: 0,
             approx: BTreeSet::new(),
             bar_at: None,
+            mbars: mbarrier::Barriers::default(),
         }
     }
 
@@ -228,6 +233,16 @@ impl<'a> Cta<'a> {
             for w in 0..warps {
                 self.run_warp(w)?;
             }
+            if self.st.contains(&State::Wait) {
+                // Threads spin on an mbarrier: run them again, unless nothing changed.
+                if self.stuck() {
+                    self.report_deadlock();
+                    return Ok(());
+                }
+                self.revive_waiters();
+                continue;
+            }
+            self.forget_waiters();
             let waiting: Vec<usize> = (0..self.n).filter(|&t| self.st[t] == State::Bar).collect();
             if waiting.is_empty() {
                 return Ok(());
@@ -442,6 +457,26 @@ impl<'a> Cta<'a> {
                     self.cp_async(t, i)?;
                 }
             }
+            Op::Mbarrier => {
+                let park = self.mbarrier(lo, i, active)?;
+                for t in lanes(mask, lo) {
+                    self.pc[t] = next;
+                }
+                for t in lanes(park, lo) {
+                    self.st[t] = State::Wait;
+                }
+                return Ok(());
+            }
+            Op::BulkTensor => {
+                for t in lanes(active, lo) {
+                    self.bulk_tensor(t, i)?;
+                }
+            }
+            Op::PrefetchTensorMap => {
+                for t in lanes(active, lo) {
+                    self.prefetch_tensor_map(t, i)?;
+                }
+            }
             Op::Vote | Op::Activemask | Op::Redux => self.vote(lo, i, active)?,
             Op::Ld | Op::Ldu | Op::St | Op::Atom | Op::Red => {
                 for t in lanes(active, lo) {
@@ -456,6 +491,8 @@ impl<'a> Cta<'a> {
                         (false, Some(Space::Local)) => LOCAL_WINDOW.wrapping_add(v),
                         (true, Some(Space::Shared)) => v.wrapping_sub(SHARED_WINDOW),
                         (true, Some(Space::Local)) => v.wrapping_sub(LOCAL_WINDOW),
+                        (false, Some(Space::Param)) => PARAM_WINDOW.wrapping_add(v),
+                        (true, Some(Space::Param)) => v.wrapping_sub(PARAM_WINDOW),
                         _ => v,
                     };
                     let r = alu::mask(r, inst.ty.bits());

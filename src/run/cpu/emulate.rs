@@ -38,20 +38,32 @@ pub(super) fn run(
     let mut approx = BTreeSet::new();
     let mut work = 0u64;
     for (i, l) in program.launches.iter().enumerate() {
+        let buffer = |n: &str| {
+            addr.get(n)
+                .map(|(a, _)| *a)
+                .ok_or_else(|| format!("launch {i} ({}): no buffer `{n}`", l.entry))
+        };
         let params = (l.kernel_args().iter())
-            .map(|a| match a {
-                ArgSpec::Buffer(n) => addr
-                    .get(n.as_str())
-                    .map(|(a, _)| *a)
-                    .ok_or_else(|| format!("launch {i} ({}): no buffer `{n}`", l.entry)),
-                ArgSpec::I32(v) => Ok(u64::from(*v as u32)),
-                ArgSpec::U32(v) => Ok(u64::from(*v)),
-                ArgSpec::I64(v) => Ok(*v as u64),
-                ArgSpec::U64(v) => Ok(*v),
-                ArgSpec::F32(v) => Ok(u64::from(v.to_bits())),
-                ArgSpec::F64(v) => Ok(v.to_bits()),
+            .map(|a| match (a.word(buffer)?, a) {
+                (Some(w), _) => Ok(emu::ParamValue::Word(w)),
+                // The emulator's own encoding of a tensor map (the GPU's is opaque).
+                (None, ArgSpec::TensorMap(m)) => {
+                    let map = emu::TensorMap {
+                        address: buffer(&m.buffer)?,
+                        elem_bytes: m.elem_bytes,
+                        dims: m.dims.clone(),
+                        strides: m.strides.clone(),
+                        box_dims: m.box_dims.clone(),
+                        swizzle: m.swizzle,
+                    };
+                    Ok(emu::ParamValue::Bytes(map.to_bytes().to_vec()))
+                }
+                (None, _) => Err(format!(
+                    "launch {i} ({}): an argument with no value",
+                    l.entry
+                )),
             })
-            .collect::<Result<Vec<u64>, String>>()?;
+            .collect::<Result<Vec<_>, String>>()?;
         let launch = emu::Launch {
             entry: &l.entry,
             grid: l.physical_grid(EMULATED_RESIDENT_CTAS),

@@ -49,6 +49,10 @@ pub(super) fn run(
                 ArgSpec::U64(v) => Ok(InterpArg::Int(*v as i64)),
                 ArgSpec::F32(v) => Ok(InterpArg::Float(f64::from(*v))),
                 ArgSpec::F64(v) => Ok(InterpArg::Float(*v)),
+                ArgSpec::TensorMap(_) => Err(format!(
+                    "launch {i} ({}): a tensor map among the launch's own arguments",
+                    l.entry
+                )),
             })
             .collect::<Result<Vec<_>, String>>()?;
         match interp::run(kernel, l.grid, &args, &mut buffers) {

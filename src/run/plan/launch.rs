@@ -19,7 +19,8 @@ use crate::compile::occupancy::ArchSpec;
 use crate::compile::CompiledVersion;
 use crate::expr::Scalar;
 use crate::run::params::{Param, ParamError, ParamType};
-use crate::run::protocol::{ArgSpec, LaunchSpec};
+use crate::run::protocol::{ArgSpec, LaunchSpec, TensorMapSpec};
+use crate::tile::{Extent, TensorMapParam};
 use crate::workspace::{Arg, Formula, Launch, SizeEnv, Version};
 
 /// Largest block dimensions (x, y, z) on every architecture kwb knows.
@@ -71,6 +72,8 @@ pub enum LaunchProblem {
         grid[0], grid[1], grid[2]
     )]
     PersistentGrid { grid: [u64; 3] },
+    #[error("the tensor descriptor on `{buffer}` (a TMA copy): {message}")]
+    TensorMap { buffer: String, message: String },
     #[error("{given} arguments given, but the kernel takes {}: ({})", params.len(), list(params))]
     ArgCount { given: usize, params: Vec<Param> },
     #[error("argument `{arg}` for parameter {index} (`{param}`): {problem}")]
@@ -112,7 +115,7 @@ impl LaunchProblem {
             LaunchProblem::TooManyThreads { .. } => ".block".into(),
             LaunchProblem::PersistentGrid { .. } => ".grid".into(),
             LaunchProblem::SharedMemory { .. } => ".shared".into(),
-            LaunchProblem::ArgCount { .. } => ".args".into(),
+            LaunchProblem::ArgCount { .. } | LaunchProblem::TensorMap { .. } => ".args".into(),
             LaunchProblem::Arg { index, .. } => format!(".args[{index}]"),
         }
     }
@@ -205,10 +208,10 @@ pub(super) fn plan_launch(
         true => Some(grid[0] as u32),
         false => None,
     };
-    let params = match programs {
-        Some(_) => &params[..params.len().saturating_sub(1)],
-        None => params,
-    };
+    // A tile kernel that copies with TMA takes its tensor maps after everything else.
+    let maps = compiled.tile_tensor_maps(&launch.entry);
+    let extra = usize::from(programs.is_some()) + maps.len();
+    let params = &params[..params.len().saturating_sub(extra)];
     if launch.args.len() != params.len() {
         return Err(LaunchProblem::ArgCount {
             given: launch.args.len(),
@@ -227,7 +230,10 @@ pub(super) fn plan_launch(
                 problem,
             })
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
+    let tensor_maps = (maps.iter())
+        .map(|m| tensor_map(m, &args))
+        .collect::<Result<Vec<_>, _>>()?;
     let u32s = |d: [u64; 3]| d.map(|v| v as u32);
     Ok(LaunchSpec {
         entry: launch.entry.clone(),
@@ -236,6 +242,64 @@ pub(super) fn plan_launch(
         dynamic_shared_bytes: dynamic as u32,
         args,
         programs,
+        tensor_maps,
+    })
+}
+
+/// The tensor map `m` describes, from the launch's bound arguments; within what TMA encodes.
+fn tensor_map(m: &TensorMapParam, args: &[ArgSpec]) -> Result<TensorMapSpec, LaunchProblem> {
+    let buffer = match args.get(m.base) {
+        Some(ArgSpec::Buffer(b)) => b.clone(),
+        _ => {
+            return Err(LaunchProblem::TensorMap {
+                buffer: format!("argument {}", m.base),
+                message: "its base is not a buffer".into(),
+            })
+        }
+    };
+    let fail = |message: String| LaunchProblem::TensorMap {
+        buffer: buffer.clone(),
+        message,
+    };
+    let value = |e: &Extent| -> Result<i64, LaunchProblem> {
+        match e {
+            Extent::Const(c) => Ok(*c),
+            Extent::Arg(i) => match args.get(*i) {
+                Some(ArgSpec::I32(v)) => Ok(i64::from(*v)),
+                Some(ArgSpec::U32(v)) => Ok(i64::from(*v)),
+                Some(ArgSpec::I64(v)) => Ok(*v),
+                Some(ArgSpec::U64(v)) => {
+                    i64::try_from(*v).map_err(|_| fail(format!("{v} is too large")))
+                }
+                _ => Err(fail(format!("argument {i} is not an integer"))),
+            },
+        }
+    };
+    let mut dims = Vec::new();
+    for e in &m.dims {
+        let d = value(e)?;
+        if !(1..=1 << 32).contains(&d) {
+            return Err(fail(format!("an extent of {d}; TMA takes 1 to 2^32")));
+        }
+        dims.push(d as u64);
+    }
+    let mut strides = Vec::new();
+    for e in &m.strides {
+        let s = value(e)?.saturating_mul(i64::from(m.elem_bytes));
+        if s <= 0 || s % 16 != 0 || s >= 1 << 40 {
+            return Err(fail(format!(
+                "a row stride of {s} bytes; TMA needs a positive multiple of 16 below 2^40"
+            )));
+        }
+        strides.push(s as u64);
+    }
+    Ok(TensorMapSpec {
+        buffer,
+        elem_bytes: m.elem_bytes,
+        dims,
+        strides,
+        box_dims: m.box_dims.clone(),
+        swizzle: m.swizzle,
     })
 }
 

@@ -259,3 +259,47 @@ fn mangled_narrow_and_struct_parameters() {
         "{e}"
     );
 }
+
+#[test]
+fn tensor_maps_take_their_extents_from_the_arguments_and_refuse_unaligned_rows() {
+    use super::tensor_map;
+    use crate::tile::{Extent, TensorMapParam};
+    // a, b, M, N, K as the launch binds them; the map reads B (K x N) by 64 x 64 boxes.
+    let args = [
+        ArgSpec::Buffer("a".into()),
+        ArgSpec::Buffer("b".into()),
+        ArgSpec::I32(1000),
+        ArgSpec::I32(1000),
+        ArgSpec::U32(72),
+    ];
+    let m = TensorMapParam {
+        base: 1,
+        elem_bytes: 2,
+        dims: vec![Extent::Arg(3), Extent::Arg(4)],
+        strides: vec![Extent::Arg(3)],
+        box_dims: vec![64, 64],
+        swizzle: 128,
+    };
+    let spec = tensor_map(&m, &args).unwrap();
+    assert_eq!(spec.buffer, "b");
+    assert_eq!(spec.dims, vec![1000, 72]);
+    assert_eq!(spec.strides, vec![2000]);
+    assert_eq!((spec.box_dims.clone(), spec.swizzle), (vec![64, 64], 128));
+    // N = 45: rows 90 bytes apart, which TMA cannot address.
+    let mut odd = args.clone();
+    odd[3] = ArgSpec::I32(45);
+    let e = tensor_map(&m, &odd).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "the tensor descriptor on `b` (a TMA copy): a row stride of 90 bytes; TMA needs a \
+         positive multiple of 16 below 2^40"
+    );
+    // An extent of 0, and a base that is not a buffer.
+    let mut empty = args.clone();
+    empty[4] = ArgSpec::I32(0);
+    let e = tensor_map(&m, &empty).unwrap_err().to_string();
+    assert!(e.contains("an extent of 0"), "{e}");
+    let not_buffer = TensorMapParam { base: 2, ..m };
+    let e = tensor_map(&not_buffer, &args).unwrap_err().to_string();
+    assert!(e.contains("its base is not a buffer"), "{e}");
+}

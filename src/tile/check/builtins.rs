@@ -153,6 +153,7 @@ impl Ck<'_> {
             "arange" => self.arange(a),
             "zeros" | "full" | "zeros_like" => self.full(name, a),
             "load" => self.load(a),
+            "make_tensor_descriptor" => self.make_tensor_descriptor(a),
             "store" => self.store(a),
             "atomic_add" | "atomic_max" | "atomic_min" => self.atomic(name, a),
             "where" => {

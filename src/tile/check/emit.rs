@@ -48,6 +48,9 @@ pub(super) struct Ck<'a> {
     pub frames: Vec<Frame>,
     /// The kernel being checked (index into `module.funcs`).
     pub kernel: usize,
+    /// `tl.make_tensor_descriptor` results and the loads through them (`descriptor.rs`).
+    pub descriptors: Vec<ir::Descriptor>,
+    pub desc_loads: Vec<ir::DescLoad>,
 }
 
 impl<'a> Ck<'a> {
@@ -67,6 +70,8 @@ impl<'a> Ck<'a> {
             depth: 0,
             frames: Vec::new(),
             kernel,
+            descriptors: Vec::new(),
+            desc_loads: Vec::new(),
         }
     }
 

@@ -188,6 +188,19 @@ impl Ck<'_> {
                     self.error(span, msg)
                 }
             },
+            Val::Desc(d) => match attr {
+                "load" => Val::DescMethod(d, "load"),
+                "store" => self.error(
+                    span,
+                    "`store` through a tensor descriptor is not supported yet; store with \
+                     `tl.store` and a pointer tile",
+                ),
+                _ => {
+                    let msg =
+                        format!("a tensor descriptor has no attribute `{attr}`; it has `load`");
+                    self.error(span, msg)
+                }
+            },
             Val::Var(x) => match attr {
                 "T" => self.permute(x, None, span),
                 "dtype" => match self.ty(x).elem {
@@ -316,6 +329,7 @@ impl Ck<'_> {
                 self.builtin(name, a)
             }
             Val::Jit(idx) => self.inline_call(idx, a),
+            Val::DescMethod(d, "load") => self.desc_load(d, a),
             other => {
                 let msg = format!(
                     "`{}` is {}, which cannot be called",

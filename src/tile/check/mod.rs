@@ -5,6 +5,7 @@
 //! (a failed expression is poisoned so it does not cascade).
 
 mod builtins;
+mod descriptor;
 mod dot;
 mod emit;
 mod expr;
@@ -205,6 +206,8 @@ fn check_kernel(
         body: ck.blocks.pop().unwrap_or_default(),
         num_warps: req.num_warps,
         loc: lines.loc(source, func.def_span.start),
+        descriptors: std::mem::take(&mut ck.descriptors),
+        desc_loads: std::mem::take(&mut ck.desc_loads),
     };
     (Some(kernel), ck.findings)
 }

@@ -61,6 +61,7 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "dot",
     "cast",
     "next_power_of_2",
+    "make_tensor_descriptor",
 ];
 
 pub(super) const DTYPES: &[(&str, Scalar)] = &[

@@ -27,6 +27,10 @@ pub(super) enum Val {
     Builtin(&'static str),
     /// A method bound to a runtime value (`x.to`, `x.sum`).
     Method(VarId, &'static str),
+    /// A tensor descriptor (`tl.make_tensor_descriptor`), by index (`descriptor.rs`).
+    Desc(usize),
+    /// A descriptor's method (`desc.load`).
+    DescMethod(usize, &'static str),
     /// Another `@triton.jit` function of the file (by index), called inline.
     Jit(usize),
     /// `tl.constexpr` itself.
@@ -54,7 +58,8 @@ impl Val {
             Val::Tuple(_) => "a tuple".to_string(),
             Val::Module(m) => format!("the module `{m}`"),
             Val::Builtin(b) => format!("the function `{}`", display_builtin(b)),
-            Val::Method(_, m) => format!("the method `.{m}`"),
+            Val::Method(_, m) | Val::DescMethod(_, m) => format!("the method `.{m}`"),
+            Val::Desc(_) => "a tensor descriptor".to_string(),
             Val::Jit(_) => "a `@triton.jit` function".to_string(),
             Val::ConstexprMarker => "`tl.constexpr`".to_string(),
             Val::Poison => "an erroneous value".to_string(),

@@ -24,6 +24,7 @@ mod ring;
 mod streaming;
 mod stride;
 mod swizzle;
+mod tma;
 mod uniform;
 mod unify;
 mod wgmma;
@@ -40,6 +41,8 @@ pub struct Written {
     pub dynamic_shared: Vec<(String, u64)>,
     /// Some kernel needs the architecture-specific target (`sm_90a` for `wgmma`).
     pub arch_specific: bool,
+    /// Kernel name → its tensor-map parameters (`tma.rs`), for the kernels that copy with TMA.
+    pub tensor_maps: Vec<(String, Vec<crate::tile::TensorMapParam>)>,
 }
 
 /// CUDA C++ for `kernels`: one `extern "C" __global__` function each.
@@ -58,6 +61,7 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
     let mut dynamic_shared = Vec::new();
     let mut own_helpers = std::collections::BTreeMap::new();
     let mut arch_specific = false;
+    let mut tensor_maps = Vec::new();
     for k in kernels {
         code.push('\n');
         if let Some(err) = malformed(k) {
@@ -72,6 +76,9 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
             dynamic_shared.push((k.name.clone(), w.dynamic_shared));
         }
         arch_specific |= w.arch_specific;
+        if !w.tensor_maps.is_empty() {
+            tensor_maps.push((k.name.clone(), w.tensor_maps));
+        }
         own_helpers.extend(w.helpers);
         code.push_str(&w.cuda);
     }
@@ -93,6 +100,7 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
         cuda: out,
         dynamic_shared,
         arch_specific,
+        tensor_maps,
     }
 }
 
@@ -103,13 +111,17 @@ fn helpers_for(code: &str) -> String {
         .chain(reduce::ARG_HELPERS)
         .chain(dot::HELPERS)
         .chain(ring::HELPERS)
+        .chain(tma::HELPERS)
         .chain(wgmma::HELPERS)
         .chain(epilogue::HELPERS)
         .copied()
         .collect();
     let mut used = vec![false; all.len()];
+    // A call, a template, or a type (`kwb_tensor_map* map`, `kwb_tensor_map kwb_tmap0`).
     let calls = |text: &str, name: &str| {
-        text.contains(&format!("{name}(")) || text.contains(&format!("{name}<"))
+        ["(", "<", "*", " kwb_"]
+            .iter()
+            .any(|after| text.contains(&format!("{name}{after}")))
     };
     loop {
         let mut changed = false;

@@ -40,6 +40,8 @@ pub struct WrittenKernel {
     pub helpers: BTreeMap<String, String>,
     /// It uses an instruction of the architecture-specific target alone (`wgmma`: sm_90a).
     pub arch_specific: bool,
+    /// The tensor maps it takes after its parameters (`tma.rs`).
+    pub tensor_maps: Vec<crate::tile::TensorMapParam>,
 }
 
 pub struct Writer<'k> {
@@ -112,6 +114,8 @@ pub struct Writer<'k> {
     /// The staged epilogue takes its own shared memory after the rings, which the next
     /// program's first copies fill meanwhile (`persistent.rs`).
     pub own_staging: bool,
+    /// The tensor maps the TMA copies read, each a parameter `kwb_tmap{i}` (`tma.rs`).
+    pub tensor_maps: Vec<crate::tile::TensorMapParam>,
 }
 
 impl<'k> Writer<'k> {
@@ -168,6 +172,7 @@ impl<'k> Writer<'k> {
             hoisted: None,
             marks: Vec::new(),
             own_staging: false,
+            tensor_maps: Vec::new(),
         }
     }
 
@@ -358,6 +363,11 @@ impl<'k> Writer<'k> {
         if self.target.persistent {
             params.push("int kwb_programs".into());
         }
+        for i in 0..self.tensor_maps.len() {
+            params.push(format!(
+                "const __grid_constant__ kwb_tensor_map kwb_tmap{i}"
+            ));
+        }
         let _ = writeln!(
             head,
             "extern \"C\" __global__ void __launch_bounds__({}) {}({})\n{{",
@@ -450,6 +460,7 @@ impl<'k> Writer<'k> {
             dynamic_shared: if dynamic { self.ring_bytes + slack } else { 0 },
             arch_specific: self.arch_specific,
             helpers: self.helpers,
+            tensor_maps: self.tensor_maps,
         }
     }
 

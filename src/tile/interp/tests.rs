@@ -32,6 +32,8 @@ fn kernel(vars: Vec<Type>, body: Vec<Stmt>) -> Kernel {
         body,
         num_warps: 4,
         loc: Loc { line: 1, col: 1 },
+        descriptors: Vec::new(),
+        desc_loads: Vec::new(),
     }
 }
 

@@ -1,0 +1,274 @@
+//! Tensor descriptors: `tl.make_tensor_descriptor(base, shape, strides, block_shape)` and
+//! `desc.load([o0, o1])`, Triton's way of asking for the tensor-memory accelerator (TMA).
+//!
+//! A descriptor is a compile-time value (like a tuple) that names a row-major 2-D tensor: its
+//! base pointer, its shape and its strides (the last one 1), and the block a load reads. A
+//! load is written out here as what it means, a masked pointer load of the block at the
+//! offsets, with zeros outside the tensor:
+//!
+//! ```text
+//! rows = o0 + arange(0, B0);  cols = o1 + arange(0, B1)
+//! load(base + rows[:, None] * s0 + cols[None, :],
+//!      mask = 0 <= rows[:, None] < d0  &  0 <= cols[None, :] < d1, other = 0)
+//! ```
+//!
+//! so the interpreter, the PTX emulator and every GPU run it as it is; the load is also
+//! recorded ([`ir::DescLoad`]) so that the CUDA writer may copy it with TMA instead.
+
+use super::emit::Ck;
+use super::expr::Args;
+use super::value::{show_type, Val};
+use crate::tile::ast::{BinaryOp, CmpOp};
+use crate::tile::ir::{self, Elem, Op, Scalar, Type, VarId};
+use crate::tile::span::Span;
+
+/// Descriptors kwb compiles: two dimensions, as Triton's matmuls use them.
+const RANK: usize = 2;
+
+impl Ck<'_> {
+    /// `tl.make_tensor_descriptor(base, shape, strides, block_shape)`.
+    pub fn make_tensor_descriptor(&mut self, a: Args) -> Val {
+        let span = a.span;
+        let params = &["base", "shape", "strides", "block_shape", "padding_option"];
+        let Some(s) = self.bind("make_tensor_descriptor", a, params, 4) else {
+            return Val::Poison;
+        };
+        let base_span = Self::span_of(&s, 0, span);
+        let base = match Self::val(&s, 0) {
+            Val::Var(b) if !self.ty(b).is_tile() && matches!(self.ty(b).elem, Elem::Ptr(_)) => b,
+            Val::Poison => return Val::Poison,
+            other => {
+                let msg = format!(
+                    "`base` of a tensor descriptor must be a pointer, found {}",
+                    self.show(&other)
+                );
+                return self.error(base_span, msg);
+            }
+        };
+        match Self::val(&s, 4) {
+            Val::None => {}
+            Val::Str(p) if p == "zero" || p == "\"zero\"" || p == "'zero'" => {}
+            other => {
+                let msg = format!(
+                    "kwb's tensor descriptors pad with zeros only (`padding_option=\"zero\"`), found {}",
+                    other.describe()
+                );
+                return self.error(Self::span_of(&s, 4, span), msg);
+            }
+        }
+        let mut lists = Vec::new();
+        for (i, what) in [(1, "shape"), (2, "strides"), (3, "block_shape")] {
+            let sp = Self::span_of(&s, i, span);
+            match Self::val(&s, i) {
+                Val::Tuple(items) if items.len() == RANK => lists.push((items, sp)),
+                Val::Poison => return Val::Poison,
+                Val::Tuple(items) => {
+                    let msg = format!(
+                        "`{what}` has {} entries; kwb compiles two-dimensional tensor descriptors",
+                        items.len()
+                    );
+                    return self.error(sp, msg);
+                }
+                other => {
+                    let msg = format!("`{what}` must be a list, found {}", other.describe());
+                    return self.error(sp, msg);
+                }
+            }
+        }
+        let (block_items, block_span) = lists.pop().unwrap_or_default();
+        let (stride_items, stride_span) = lists.pop().unwrap_or_default();
+        let (shape_items, shape_span) = lists.pop().unwrap_or_default();
+        let mut block = Vec::new();
+        for b in &block_items {
+            match b {
+                Val::Int(v) if (1..=256).contains(v) && v.count_ones() == 1 => {
+                    block.push(*v as u32)
+                }
+                other => {
+                    let msg = format!(
+                        "`block_shape` entries must be compile-time powers of two from 1 to 256 \
+                         (a TMA box), found {}",
+                        other.describe()
+                    );
+                    return self.error(block_span, msg);
+                }
+            }
+        }
+        if stride_items.last() != Some(&Val::Int(1)) {
+            return self.error(
+                stride_span,
+                "the last stride of a tensor descriptor must be the constant 1 (TMA copies \
+                 contiguous rows)",
+            );
+        }
+        let Elem::Ptr(pointee) = self.ty(base).elem else {
+            return Val::Poison;
+        };
+        if u64::from(block[RANK - 1]) * u64::from(pointee.size()) < 16 {
+            let msg = format!(
+                "the last block dimension must span at least 16 bytes, but {} elements of {} \
+                 are {} bytes",
+                block[RANK - 1],
+                pointee.triton_name(),
+                block[RANK - 1] * pointee.size()
+            );
+            return self.error(block_span, msg);
+        }
+        let Some(shape) = self.int_scalars(&shape_items, shape_span, "shape") else {
+            return Val::Poison;
+        };
+        let Some(strides) = self.int_scalars(&stride_items, stride_span, "strides") else {
+            return Val::Poison;
+        };
+        self.descriptors.push(ir::Descriptor {
+            base,
+            shape,
+            strides,
+            block,
+            name: None,
+        });
+        Val::Desc(self.descriptors.len() - 1)
+    }
+
+    /// Each entry as an integer scalar variable (a compile-time int becomes a constant).
+    fn int_scalars(&mut self, items: &[Val], span: Span, what: &str) -> Option<Vec<VarId>> {
+        let mut out = Vec::new();
+        for v in items {
+            let x = match v {
+                Val::Int(i) => {
+                    let s = if i32::try_from(*i).is_ok() {
+                        Scalar::I32
+                    } else {
+                        Scalar::I64
+                    };
+                    self.as_dtype(v, s)?
+                }
+                Val::Var(x)
+                    if !self.ty(*x).is_tile()
+                        && matches!(self.ty(*x).elem, Elem::Scalar(s) if s.is_signed_int() || s.is_unsigned_int()) =>
+                {
+                    *x
+                }
+                other => {
+                    let msg = format!(
+                        "`{what}` entries must be integer scalars, found {}",
+                        self.show(other)
+                    );
+                    self.error(span, msg);
+                    return None;
+                }
+            };
+            out.push(x);
+        }
+        Some(out)
+    }
+
+    /// `desc.load(offsets)`: the block at `offsets`, zeros outside the tensor.
+    pub fn desc_load(&mut self, d: usize, a: Args) -> Val {
+        let span = a.span;
+        let Some(s) = self.bind("load", a, &["offsets"], 1) else {
+            return Val::Poison;
+        };
+        let sp = Self::span_of(&s, 0, span);
+        let offsets = match Self::val(&s, 0) {
+            Val::Tuple(items) if items.len() == RANK => items,
+            Val::Poison => return Val::Poison,
+            Val::Tuple(items) => {
+                let msg = format!(
+                    "`offsets` has {} entries, but the descriptor has {RANK} dimensions",
+                    items.len()
+                );
+                return self.error(sp, msg);
+            }
+            other => {
+                let msg = format!(
+                    "`offsets` must be a list of {RANK} integers, found {}",
+                    other.describe()
+                );
+                return self.error(sp, msg);
+            }
+        };
+        let Some(offs) = self.int_scalars(&offsets, sp, "offsets") else {
+            return Val::Poison;
+        };
+        let desc = self.descriptors[d].clone();
+        let Elem::Ptr(pointee) = self.ty(desc.base).elem else {
+            return Val::Poison;
+        };
+        // rows[:, None] and cols[None, :], each offset plus an arange.
+        let mut idx = Vec::new();
+        for dim in 0..RANK {
+            let n = desc.block[dim];
+            let ar = self.emit(
+                Type {
+                    elem: Elem::Scalar(Scalar::I32),
+                    shape: vec![n],
+                },
+                Op::Arange {
+                    start: 0,
+                    end: i64::from(n),
+                },
+            );
+            let Val::Var(i) = self.binary(BinaryOp::Add, Val::Var(offs[dim]), Val::Var(ar), span)
+            else {
+                return Val::Poison;
+            };
+            let mut shape = vec![1; RANK];
+            shape[dim] = n;
+            let ty = Type {
+                elem: self.ty(i).elem,
+                shape,
+            };
+            let axis = if dim == 0 { 1 } else { 0 };
+            idx.push(self.emit(ty, Op::ExpandDims { src: i, axis }));
+        }
+        let rows = self.binary(
+            BinaryOp::Mul,
+            Val::Var(idx[0]),
+            Val::Var(desc.strides[0]),
+            span,
+        );
+        let off = self.binary(BinaryOp::Add, rows, Val::Var(idx[1]), span);
+        let ptr = self.binary(BinaryOp::Add, Val::Var(desc.base), off, span);
+        let mut mask = Val::Bool(true);
+        for (&i, &extent) in idx.iter().zip(&desc.shape) {
+            let lo = self.compare(CmpOp::Ge, Val::Var(i), Val::Int(0), span);
+            let hi = self.compare(CmpOp::Lt, Val::Var(i), Val::Var(extent), span);
+            let both = self.binary(BinaryOp::BitAnd, lo, hi, span);
+            mask = match mask {
+                Val::Bool(true) => both,
+                m => self.binary(BinaryOp::BitAnd, m, both, span),
+            };
+        }
+        let (Val::Var(ptr), Val::Var(mask)) = (ptr, mask) else {
+            return Val::Poison;
+        };
+        let shape: Vec<u32> = desc.block.clone();
+        if self.ty(ptr).shape != shape {
+            let msg = format!("internal: a descriptor load of {}", show_type(self.ty(ptr)));
+            return self.error(span, msg);
+        }
+        let mask = self.bcast(mask, &shape);
+        let Some(other) = self.as_dtype(&Val::Int(0), pointee) else {
+            return Val::Poison;
+        };
+        let ty = Type {
+            elem: Elem::Scalar(pointee),
+            shape,
+        };
+        let dst = self.emit(
+            ty,
+            Op::Load {
+                ptr,
+                mask: Some(mask),
+                other: Some(other),
+            },
+        );
+        self.desc_loads.push(ir::DescLoad {
+            dst,
+            desc: d,
+            offsets: offs,
+        });
+        Val::Var(dst)
+    }
+}
