@@ -7,7 +7,9 @@ kwb's flush kernel); one call between two CUDA events per sample; the median of 
 kwb's own figures come from `kwb batch --format json` on workspaces/matmul.yaml (CUPTI kernel
 time where available; its timer is printed). The best v5 configuration at each size is also
 timed in this script's own harness: its CUBIN (`kwb inspect --cubin-dir`) loaded by CuPy and
-timed by the code that times cuBLAS and Triton, so that comparison differs only by the kernels. The "in turn" line then times Triton's
+timed by the code that times cuBLAS and Triton, so that comparison differs only by the kernels
+(v7, whose TMA copies take two tensor maps by value, is launched through the driver with
+ctypes, its maps encoded as kwb encodes them). The "in turn" line then times Triton's
 best kernel and that v5 alternately for five rounds, so that no phase of the run favours either. Events also time the launch's host overhead
 whenever the GPU gets there first, which Triton's Python launcher makes large and variable, so
 cuBLAS and Triton are also timed by their kernels' own durations (torch.profiler, CUPTI: the
@@ -133,6 +135,7 @@ def kwb_same_harness(kwb, version, size, m, n, k):
         per_sm = max(1, (228 * 1024) // (dyn + 1024))
         grid = min(grid, per_sm * torch.cuda.get_device_properties(0).multi_processor_count)
     call = lambda: kernel((grid,), (32 * warps,), args, shared_mem=dyn)
+    call.keep = (a, b, c)  # the tensors outlive the call (see tma_same_harness)
     call()
     torch.cuda.synchronize()
     torch.testing.assert_close(c, torch.matmul(a, b), rtol=1e-2, atol=2e-2)
@@ -158,7 +161,9 @@ def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads):
     import ctypes
     torch.cuda.synchronize()
     cu = _cuda()
-    keep = []
+    # Everything the launch points at lives as long as the call: the tensors above all (freed,
+    # their memory would go to other tensors and the kernel would read those).
+    keep = [a, b, c]
 
     def tensor_map(t, inner, outer, box):
         raw = ctypes.create_string_buffer(128 + 64)

@@ -214,6 +214,7 @@ fn corpus() -> Vec<String> {
         "kernels/softmax/fused_softmax.py".to_string(),
         "kernels/softmax/v8_chunked.tile".to_string(),
         "kernels/matmul/v4.tile".to_string(),
+        "kernels/matmul/v7.tile".to_string(),
     ];
     let mut fixtures: Vec<String> = std::fs::read_dir("tests/tile")
         .map(|d| {
