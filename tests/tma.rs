@@ -99,6 +99,79 @@ fn a_descriptor_load_reads_zeros_outside_the_tensor() {
     assert_eq!(zeros, 11 * 16 + 37 * 3);
 }
 
+const COPY: &str = r#"
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
+    r = tl.program_id(0) * BLOCK
+    c = tl.program_id(1) * BLOCK
+    dx = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK, BLOCK])
+    dy = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK, BLOCK])
+    dy.store([r, c], dx.load([r, c]))
+"#;
+
+/// Blocks copied through two descriptors cover a 37 x 21 tensor: every element arrives, and
+/// the blocks' parts outside the tensor are neither read nor written (the interpreter checks
+/// every access against its buffer).
+#[test]
+fn a_descriptor_store_writes_the_block_inside_the_tensor_alone() {
+    let (m, n) = (37i64, 21i64);
+    let req = KernelRequest {
+        name: "copy".into(),
+        args: vec![
+            ArgKind::Pointer(DType::F32),
+            ArgKind::Pointer(DType::F32),
+            int(1),
+            int(1),
+        ],
+        constexprs: vec![("BLOCK".into(), ConstValue::Int(16))],
+        num_warps: 4,
+    };
+    let out = tile::compile(std::path::Path::new("copy.tile"), COPY, &[req]);
+    assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+    let x: Vec<f32> = (0..m * n).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let f32s = |v: &[f32]| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
+    let mut bufs = vec![
+        InterpBuffer {
+            name: "x".into(),
+            dtype: DType::F32,
+            bytes: f32s(&x),
+        },
+        InterpBuffer {
+            name: "y".into(),
+            dtype: DType::F32,
+            bytes: f32s(&vec![f32::NAN; x.len()]),
+        },
+    ];
+    let args = [
+        InterpArg::Buffer(0),
+        InterpArg::Buffer(1),
+        InterpArg::Int(m),
+        InterpArg::Int(n),
+    ];
+    tile::interp::run(&out.kernels[0], [3, 2, 1], &args, &mut bufs)
+        .map_err(|e| e.to_string())
+        .unwrap();
+    assert_eq!(bufs[1].bytes, bufs[0].bytes);
+    // The same kernel's CUDA on the PTX emulator (and again in the interpreter), through a
+    // workspace: y must equal x, with no out-of-bounds access.
+    support::provision_nvrtc();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("copy.tile"), COPY).unwrap();
+    let yaml = "name: copy\nsizes:\n  - {name: odd, M: 37, N: 21, emulate: true}\n\
+                buffers:\n  x: {dtype: f32, shape: [M, N], init: randn}\n  \
+                y: {dtype: f32, shape: [M, N], output: true}\n\
+                reference:\n  expr:\n    y: x\n\
+                versions:\n  v1:\n    file: copy.tile\n    entry: copy\n    \
+                constexprs: {BLOCK: 16}\n    grid: [\"cdiv(M, 16)\", \"cdiv(N, 16)\", 1]\n    args: [x, y, M, N]\n";
+    let ws = dir.path().join("ws.yaml");
+    std::fs::write(&ws, yaml).unwrap();
+    support::assert_cpu_batch_passes(ws.to_str().unwrap(), 1);
+}
+
 /// v7.tile's matmul request: fp16 A, B, C; M, N, K with the given divisibility facts.
 fn matmul_request(divisibility: [u64; 3]) -> KernelRequest {
     KernelRequest {

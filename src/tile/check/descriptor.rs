@@ -19,7 +19,7 @@ use super::emit::Ck;
 use super::expr::Args;
 use super::value::{show_type, Val};
 use crate::tile::ast::{BinaryOp, CmpOp};
-use crate::tile::ir::{self, Elem, Op, Scalar, Type, VarId};
+use crate::tile::ir::{self, Elem, Op, Scalar, StmtKind, Type, VarId};
 use crate::tile::span::Span;
 
 /// Descriptors kwb compiles: two dimensions, as Triton's matmuls use them.
@@ -163,39 +163,35 @@ impl Ck<'_> {
         Some(out)
     }
 
-    /// `desc.load(offsets)`: the block at `offsets`, zeros outside the tensor.
-    pub fn desc_load(&mut self, d: usize, a: Args) -> Val {
-        let span = a.span;
-        let Some(s) = self.bind("load", a, &["offsets"], 1) else {
-            return Val::Poison;
-        };
-        let sp = Self::span_of(&s, 0, span);
-        let offsets = match Self::val(&s, 0) {
+    /// The offsets argument of `desc.load` / `desc.store`: one integer scalar per dimension.
+    fn desc_offsets(&mut self, v: Val, sp: Span) -> Option<Vec<VarId>> {
+        let offsets = match v {
             Val::Tuple(items) if items.len() == RANK => items,
-            Val::Poison => return Val::Poison,
+            Val::Poison => return None,
             Val::Tuple(items) => {
                 let msg = format!(
                     "`offsets` has {} entries, but the descriptor has {RANK} dimensions",
                     items.len()
                 );
-                return self.error(sp, msg);
+                self.error(sp, msg);
+                return None;
             }
             other => {
                 let msg = format!(
                     "`offsets` must be a list of {RANK} integers, found {}",
                     other.describe()
                 );
-                return self.error(sp, msg);
+                self.error(sp, msg);
+                return None;
             }
         };
-        let Some(offs) = self.int_scalars(&offsets, sp, "offsets") else {
-            return Val::Poison;
-        };
+        self.int_scalars(&offsets, sp, "offsets")
+    }
+
+    /// The pointers of descriptor `d`'s block at `offs`, and the mask of those inside the
+    /// tensor: `base + rows[:, None] * s0 + cols[None, :]`, `0 <= rows < d0 & 0 <= cols < d1`.
+    fn desc_block(&mut self, d: usize, offs: &[VarId], span: Span) -> Option<(VarId, VarId)> {
         let desc = self.descriptors[d].clone();
-        let Elem::Ptr(pointee) = self.ty(desc.base).elem else {
-            return Val::Poison;
-        };
-        // rows[:, None] and cols[None, :], each offset plus an arange.
         let mut idx = Vec::new();
         for dim in 0..RANK {
             let n = desc.block[dim];
@@ -211,7 +207,7 @@ impl Ck<'_> {
             );
             let Val::Var(i) = self.binary(BinaryOp::Add, Val::Var(offs[dim]), Val::Var(ar), span)
             else {
-                return Val::Poison;
+                return None;
             };
             let mut shape = vec![1; RANK];
             shape[dim] = n;
@@ -241,20 +237,41 @@ impl Ck<'_> {
             };
         }
         let (Val::Var(ptr), Val::Var(mask)) = (ptr, mask) else {
+            return None;
+        };
+        if self.ty(ptr).shape != desc.block {
+            let msg = format!(
+                "internal: a descriptor block of {}",
+                show_type(self.ty(ptr))
+            );
+            self.error(span, msg);
+            return None;
+        }
+        Some((ptr, self.bcast(mask, &desc.block)))
+    }
+
+    /// `desc.load(offsets)`: the block at `offsets`, zeros outside the tensor.
+    pub fn desc_load(&mut self, d: usize, a: Args) -> Val {
+        let span = a.span;
+        let Some(s) = self.bind("load", a, &["offsets"], 1) else {
             return Val::Poison;
         };
-        let shape: Vec<u32> = desc.block.clone();
-        if self.ty(ptr).shape != shape {
-            let msg = format!("internal: a descriptor load of {}", show_type(self.ty(ptr)));
-            return self.error(span, msg);
-        }
-        let mask = self.bcast(mask, &shape);
+        let sp = Self::span_of(&s, 0, span);
+        let Some(offs) = self.desc_offsets(Self::val(&s, 0), sp) else {
+            return Val::Poison;
+        };
+        let Some((ptr, mask)) = self.desc_block(d, &offs, span) else {
+            return Val::Poison;
+        };
+        let Elem::Ptr(pointee) = self.ty(ptr).elem else {
+            return Val::Poison;
+        };
         let Some(other) = self.as_dtype(&Val::Int(0), pointee) else {
             return Val::Poison;
         };
         let ty = Type {
             elem: Elem::Scalar(pointee),
-            shape,
+            shape: self.descriptors[d].block.clone(),
         };
         let dst = self.emit(
             ty,
@@ -270,5 +287,37 @@ impl Ck<'_> {
             offsets: offs,
         });
         Val::Var(dst)
+    }
+
+    /// `desc.store(offsets, value)`: the block at `offsets`, the elements outside the tensor
+    /// left alone (a masked store; kwb does not copy it with TMA yet).
+    pub fn desc_store(&mut self, d: usize, a: Args) -> Val {
+        let span = a.span;
+        let Some(s) = self.bind("store", a, &["offsets", "value"], 2) else {
+            return Val::None;
+        };
+        let sp = Self::span_of(&s, 0, span);
+        let Some(offs) = self.desc_offsets(Self::val(&s, 0), sp) else {
+            return Val::None;
+        };
+        let Some((ptr, mask)) = self.desc_block(d, &offs, span) else {
+            return Val::None;
+        };
+        let Elem::Ptr(pointee) = self.ty(ptr).elem else {
+            return Val::None;
+        };
+        let block = self.descriptors[d].block.clone();
+        let value_span = Self::span_of(&s, 1, span);
+        let Some(value) =
+            self.stored_value(&Self::val(&s, 1), pointee, &block, value_span, "desc.store")
+        else {
+            return Val::None;
+        };
+        self.push(StmtKind::Store {
+            ptr,
+            value,
+            mask: Some(mask),
+        });
+        Val::None
     }
 }

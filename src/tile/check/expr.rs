@@ -190,14 +190,11 @@ impl Ck<'_> {
             },
             Val::Desc(d) => match attr {
                 "load" => Val::DescMethod(d, "load"),
-                "store" => self.error(
-                    span,
-                    "`store` through a tensor descriptor is not supported yet; store with \
-                     `tl.store` and a pointer tile",
-                ),
+                "store" => Val::DescMethod(d, "store"),
                 _ => {
-                    let msg =
-                        format!("a tensor descriptor has no attribute `{attr}`; it has `load`");
+                    let msg = format!(
+                        "a tensor descriptor has no attribute `{attr}`; it has `load` and `store`"
+                    );
                     self.error(span, msg)
                 }
             },
@@ -330,6 +327,7 @@ impl Ck<'_> {
             }
             Val::Jit(idx) => self.inline_call(idx, a),
             Val::DescMethod(d, "load") => self.desc_load(d, a),
+            Val::DescMethod(d, _) => self.desc_store(d, a),
             other => {
                 let msg = format!(
                     "`{}` is {}, which cannot be called",

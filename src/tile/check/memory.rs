@@ -286,7 +286,7 @@ impl Ck<'_> {
     }
 
     /// The value stored (or combined atomically): broadcast to `shape`, converted to `pointee`.
-    fn stored_value(
+    pub(super) fn stored_value(
         &mut self,
         v: &Val,
         pointee: Scalar,
