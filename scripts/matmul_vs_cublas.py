@@ -126,7 +126,8 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
     if version.startswith("v7["):
         # TMA: the launch passes two tensor maps after the arguments (ctypes below).
-        return tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, 32 * warps)
+        return tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, 32 * warps,
+                                "persistent=true" in version)
     if "persistent=true" in version:
         # Persistent: the program count is the last argument, and the launch runs as many
         # CTAs as the GPU holds at once (kwb asks the driver; here by shared memory, which
@@ -154,10 +155,12 @@ def _cuda():
     return cu
 
 
-def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads):
+def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads, persistent):
     """(events µs, kernel µs, the call) of a TMA version (v7 at 128x256x64) launched through the
     driver with the tensor maps kwb encodes for it: A (M x K) in 64 x 128 boxes, B (K x N) in
-    64 x 64 boxes, 128-byte swizzle, 2-byte elements, zeros outside (src/run/program.rs)."""
+    64 x 64 boxes, 128-byte swizzle, 2-byte elements, zeros outside (src/run/program.rs). A
+    persistent one takes the program count before the maps and runs one CTA per SM (its
+    shared memory allows one)."""
     import ctypes
     torch.cuda.synchronize()
     cu = _cuda()
@@ -186,6 +189,9 @@ def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads):
     assert cu.cuFuncSetAttribute(func, 8, dyn) == 0  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     slots = [ctypes.c_uint64(a.data_ptr()), ctypes.c_uint64(b.data_ptr()), ctypes.c_uint64(c.data_ptr()),
              ctypes.c_int32(m), ctypes.c_int32(n), ctypes.c_int32(k)]
+    if persistent:
+        slots.append(ctypes.c_int32(grid))
+        grid = min(grid, torch.cuda.get_device_properties(0).multi_processor_count)
     keep.extend(slots)
     ptrs = [ctypes.addressof(v) for v in slots]
     ptrs += [tensor_map(a, k, m, (64, 128)), tensor_map(b, n, k, (64, 64))]

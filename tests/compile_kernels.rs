@@ -184,8 +184,8 @@ fn the_tile_matmul_keeps_its_wgmma_pipeline_and_its_registers_on_hopper() {
         .retain(|v| ["v4", "v5", "v6", "v7"].contains(&v.family()));
     assert_eq!(
         ws.versions.len(),
-        41,
-        "v4, v5's 32 configurations, v6's 4 (persistent or not) and v7's 4 (TMA)"
+        45,
+        "v4, v5's 32 configurations, v6's 4 (persistent or not) and v7's 8 (TMA, persistent or not)"
     );
     let compiled = c.compile_workspace(&ws);
     for (v, out) in ws.versions.iter().zip(&compiled) {

@@ -518,9 +518,9 @@ fn matmul_workspace_passes_on_the_cpu_with_no_finding() {
     ]);
     assert_eq!(code, 0, "{err}\n{out}");
     let report = from_json(&out).unwrap_or_else(|e| panic!("{e}:\n{out}\n{err}"));
-    // v1-v4, v5 swept over 32 configurations, v6 over 4 (persistent or not) and v7 over 4
+    // v1-v4, v5 swept over 32 configurations, v6 over 4 (persistent or not) and v7 over 8
     // (TMA copies at odd8, where N and K are multiples of 8; cp.async at odd).
-    assert_eq!(report.results.len(), 88, "44 versions at 2 sizes: {out}");
+    assert_eq!(report.results.len(), 96, "48 versions at 2 sizes: {out}");
     for r in &report.results {
         assert_eq!(
             r.status,

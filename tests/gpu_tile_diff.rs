@@ -70,7 +70,16 @@ fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
         ),
         // Tensor descriptors: TMA copies onto mbarriers at odd8 (N and K multiples of 8), the
         // masked loads through cp.async at odd.
-        ("matmul.yaml", "v7[GROUP=8,STAGES=4]", ["odd", "odd8"]),
+        (
+            "matmul.yaml",
+            "v7[GROUP=8,STAGES=4,persistent=false]",
+            ["odd", "odd8"],
+        ),
+        (
+            "matmul.yaml",
+            "v7[GROUP=8,STAGES=3,persistent=true]",
+            ["odd", "odd8"],
+        ),
     ];
     let mut failures = Vec::new();
     let mut n = 0;

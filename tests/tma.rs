@@ -243,6 +243,25 @@ fn the_matmul_copies_with_tma_on_sm90_when_rows_are_aligned() {
     );
 }
 
+/// Persistent: the rings' mbarriers are set up once, at the kernel's start, and each program's
+/// first copies go on from the stage the ring reads next (its phases stay in step).
+#[test]
+fn the_persistent_matmul_copies_with_tma_on_rings_that_run_on() {
+    let out = compile_v7([16, 16, 16], Target::sm(90).with_persistent(true));
+    let cuda = &out.cuda;
+    assert!(cuda.contains(
+        "int kwb_programs, const __grid_constant__ kwb_tensor_map kwb_tmap0, const __grid_constant__ kwb_tensor_map kwb_tmap1)"
+    ));
+    assert_eq!(cuda.matches("kwb_mbar_init(kwb_smem(").count(), 1, "set up once");
+    let start = cuda.find("kwb_mbar_init(kwb_smem(").unwrap();
+    let programs = cuda.find("for (;;)").expect("the overlapped form");
+    assert!(start < programs);
+    // The first program's copies, and each next program's before this one's epilogue.
+    assert_eq!(cuda.matches("kwb_wr0 = kwb_rd0;").count(), 2);
+    assert!(cuda.matches("kwb_tma2d(kwb_smem(").count() >= 3 * 5);
+    assert!(!cuda.contains("kwb_mbar_inval(kwb_smem("));
+}
+
 #[test]
 fn without_aligned_rows_or_wgmma_the_matmul_copies_with_cp_async() {
     // N odd: B's rows do not start on 16-byte boundaries, so neither load uses TMA.
@@ -272,17 +291,35 @@ fn v7_passes_on_the_emulator_with_and_without_tma() {
          tolerance: {{rtol: 1e-2, atol: 2e-2}}\n\
          versions:\n  v7:\n    file: {}/matmul/v7.tile\n    entry: matmul_kernel\n    \
          constexprs: {{BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, GROUP_M: 8, NUM_STAGES: 3}}\n    \
-         num_warps: 8\n    grid: cdiv(M, 128) * cdiv(N, 256)\n    args: [a, b, c, M, N, K]\n",
+         num_warps: 8\n    grid: cdiv(M, 128) * cdiv(N, 256)\n    args: [a, b, c, M, N, K]\n    \
+         sweep: {{persistent: [false, true]}}\n",
         kernels.display()
     );
     let ws = dir.path().join("ws.yaml");
     std::fs::write(&ws, yaml).unwrap();
     let ws = ws.to_str().unwrap();
-    support::assert_cpu_batch_passes(ws, 2);
-    let (code, out, err) = support::run_kwb(&["inspect", ws, "--cuda", "--sizes", "aligned"]);
+    // Persistent at `aligned`: 4 programs on the emulator's 2 CTAs.
+    support::assert_cpu_batch_passes(ws, 4);
+    let (code, out, err) = support::run_kwb(&[
+        "inspect",
+        ws,
+        "--version",
+        "v7[persistent=false]",
+        "--cuda",
+        "--sizes",
+        "aligned",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("kwb_tma2d(kwb_smem("), "aligned: TMA");
-    let (code, out, err) = support::run_kwb(&["inspect", ws, "--cuda", "--sizes", "odd"]);
+    let (code, out, err) = support::run_kwb(&[
+        "inspect",
+        ws,
+        "--version",
+        "v7[persistent=false]",
+        "--cuda",
+        "--sizes",
+        "odd",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("kwb_tma2d(kwb_smem("), "odd: cp.async");
 }

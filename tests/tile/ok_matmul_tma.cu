@@ -246,16 +246,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     {
         const int kwb_end = t41;
         const int kwb_step = t43;
+        __shared__ __align__(8) unsigned long long kwb_bar0[3];  // per stage: its copies' bytes
         int kwb_rd0 = 0;
         int kwb_wr0 = 0;
-        __shared__ __align__(8) unsigned long long kwb_bar0[3];  // per stage: its copies' bytes
-        unsigned kwb_ph0 = 0;  // the phase of stage kwb_rd's mbarrier
+        unsigned kwb_ph0 = 0;  // the phase of stage kwb_rd0's mbarrier
         kwb_fence_proxy_async();
-        if (kwb_tid == 0) {
-            for (int s = 0; s < 3; ++s) kwb_mbar_init(kwb_smem(&kwb_bar0[s]), 1);
-            kwb_mbar_init_fence();
-        }
+        if (kwb_tid == 0) { for (int s = 0; s < 3; ++s) kwb_mbar_init(kwb_smem(&kwb_bar0[s]), 1); kwb_mbar_init_fence(); }
         __syncthreads();  // an earlier run of this loop may still read the rings
+        kwb_wr0 = kwb_rd0;
         #pragma unroll
         for (int kwb_s = 0; kwb_s < 2; ++kwb_s) {
             {
@@ -458,7 +456,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     }
                 }
             }
-            kwb_wr0 += 1;
+            kwb_wr0 = kwb_wr0 == 2 ? 0 : kwb_wr0 + 1;
         }
         for (k_45 = t42; k_45 < kwb_end; k_45 = (int)(k_45 + kwb_step)) {
             kwb_mbar_wait(kwb_smem(&kwb_bar0[kwb_rd0]), kwb_ph0);

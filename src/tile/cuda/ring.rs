@@ -113,14 +113,6 @@ impl Writer<'_> {
             "// software pipeline: {} copied by cp.async into rings of {s} shared buffers",
             loads.join(" and ")
         ));
-        self.open("{");
-        self.mark();
-        let (end_name, step_name) = (self.name(end).to_string(), self.name(step).to_string());
-        self.local(&format!("const {t}"), "kwb_end", &end_name, "");
-        self.local(&format!("const {t}"), "kwb_step", &step_name, "");
-        self.local("int", &rd, "0", "");
-        self.local("int", &wr, "0", "");
-        self.strided_begin(&plan.strided, &plan.compute);
         let prefetch = self.prefetchable(body, plan);
         let wgmma = prefetch
             .is_none()
@@ -128,11 +120,26 @@ impl Writer<'_> {
             .flatten();
         // Descriptor loads feeding wgmma: TMA copies on mbarriers (`tma.rs`).
         let tma = (wgmma.is_some() && self.tma_loads(&plan.loads)).then_some(id);
-        if tma.is_some() {
-            self.tma_begin(id, s);
+        self.open("{");
+        self.mark();
+        let (end_name, step_name) = (self.name(end).to_string(), self.name(step).to_string());
+        self.local(&format!("const {t}"), "kwb_end", &end_name, "");
+        self.local(&format!("const {t}"), "kwb_step", &step_name, "");
+        match tma {
+            Some(id) => self.tma_begin(id, s, &rd, &wr),
+            None => {
+                self.local("int", &rd, "0", "");
+                self.local("int", &wr, "0", "");
+            }
         }
+        self.strided_begin(&plan.strided, &plan.compute);
         self.line("__syncthreads();  // an earlier run of this loop may still read the rings");
         self.mark();
+        if tma.is_some() {
+            // The copies go on from the stage the ring reads next: the same stage at a loop's
+            // first run, and after a persistent program's last read for the next one's.
+            self.line(&format!("{wr} = {rd};"));
+        }
         // Prologue: iterations 0 .. S-2.
         self.line("#pragma unroll");
         self.open(&format!(
@@ -143,8 +150,11 @@ impl Writer<'_> {
         self.issue(&v, t, &first, body, plan, &wr, tma);
         if tma.is_none() {
             self.line("kwb_cp_commit();");
+            self.line(&format!("{wr} += 1;"));
+        } else {
+            // A persistent kernel's rings run on from program to program (`tma.rs`).
+            self.line(&format!("{wr} = {wr} == {} ? 0 : {wr} + 1;", s - 1));
         }
-        self.line(&format!("{wr} += 1;"));
         self.close("}");
         self.mark();
         for l in &plan.loads {

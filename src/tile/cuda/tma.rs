@@ -76,7 +76,9 @@ impl Writer<'_> {
     /// for wgmma with rows in order, from descriptors whose base, extents and strides are
     /// parameters or constants (what the launch can encode).
     pub fn tma_loads(&self, loads: &[RingLoad]) -> bool {
-        if self.target.persistent || !self.target.wgmma() || loads.is_empty() {
+        // Persistent: only the overlapped form, whose rings run on across programs.
+        let persistent_loop = self.target.persistent && self.hoisted.is_none();
+        if persistent_loop || !self.target.wgmma() || loads.is_empty() {
             return false;
         }
         loads.iter().all(|l| {
@@ -141,26 +143,35 @@ impl Writer<'_> {
         format!("kwb_smem(&kwb_bar{id}[{slot}])")
     }
 
-    /// At the loop's start (before its first barrier): the stages' mbarriers, and the fence
-    /// that orders earlier ordinary writes of the rings before the copies.
-    pub fn tma_begin(&mut self, id: u32, stages: u64) {
-        self.line(&format!(
-            "__shared__ __align__(8) unsigned long long kwb_bar{id}[{stages}];  // per stage: its copies' bytes"
-        ));
-        self.local(
-            "unsigned",
-            &format!("kwb_ph{id}"),
-            "0",
-            "  // the phase of stage kwb_rd's mbarrier",
-        );
-        self.line("kwb_fence_proxy_async();");
-        self.open("if (kwb_tid == 0) {");
-        self.line(&format!(
+    /// At the loop's start (before its first barrier): the stages' mbarriers, the ring's read
+    /// and write stages `rd` and `wr` and the read stage's phase, and the fence that orders
+    /// earlier ordinary writes of the rings before the copies. In a persistent kernel's
+    /// overlapped form all of that happens once, at the kernel's start: the rings then run on
+    /// from one program to the next (the next program's first copies go to the stages after
+    /// this one's last), so the phases stay in step and no mbarrier is set up twice.
+    pub fn tma_begin(&mut self, id: u32, stages: u64, rd: &str, wr: &str) {
+        let init = format!(
             "for (int s = 0; s < {stages}; ++s) kwb_mbar_init({}, 1);",
             Self::tma_bar(id, "s")
-        ));
-        self.line("kwb_mbar_init_fence();");
-        self.close("}");
+        );
+        let lines = [
+            format!(
+                "__shared__ __align__(8) unsigned long long kwb_bar{id}[{stages}];  // per stage: its copies' bytes"
+            ),
+            format!("int {rd} = 0;"),
+            format!("int {wr} = 0;"),
+            format!("unsigned kwb_ph{id} = 0;  // the phase of stage {rd}'s mbarrier"),
+            "kwb_fence_proxy_async();".to_string(),
+            format!("if (kwb_tid == 0) {{ {init} kwb_mbar_init_fence(); }}"),
+        ];
+        match &mut self.hoisted {
+            Some(h) => h.extend(lines),
+            None => {
+                for l in &lines {
+                    self.line(l);
+                }
+            }
+        }
     }
 
     /// Before an iteration's copies: thread 0 expects their bytes on the stage's mbarrier.
