@@ -12,8 +12,9 @@ use support::rng::Rng;
 
 use kwb::emu::Module;
 
-/// The PTX of every shipped CUDA version, and of the tile matmul (tensor cores: `mma.sync`,
-/// `ldmatrix`, `cp.async`, and on sm_90 `wgmma`), compiled once.
+/// The PTX of every shipped CUDA version, and of the tile matmuls (tensor cores: `mma.sync`,
+/// `ldmatrix`, `cp.async`, and on sm_90 `wgmma`; v7: mbarriers, bulk tensor copies, tensor-map
+/// parameters, labels in nested scopes), compiled once.
 fn corpus() -> Vec<String> {
     let compiler = support::compiler("sm_90");
     let mut out = Vec::new();
@@ -21,7 +22,9 @@ fn corpus() -> Vec<String> {
         let ws = kwb::workspace::load(&support::repo().join(format!("workspaces/{name}.yaml")))
             .expect("shipped workspace");
         let wanted = |v: &&kwb::workspace::Version| {
-            !v.kind.is_tile() || (name == "matmul" && v.name == "v4")
+            !v.kind.is_tile()
+                || (name == "matmul"
+                    && ["v4", "v7[GROUP=8,STAGES=3,persistent=true]"].contains(&v.name.as_str()))
         };
         for v in ws.versions.iter().filter(wanted) {
             let c = compiler.compile_version(Some(&ws), v);

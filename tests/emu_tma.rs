@@ -269,22 +269,26 @@ extern "C" __global__ void stuck(const __grid_constant__ CUtensorMap map, float*
 }
 "#;
 
+/// The parameters of the kernels below: a map of one 32 x 8 f32 box (no swizzle) over the first
+/// buffer, and the second buffer.
+fn one_box_of_32x8_f32(a: &[u64]) -> Vec<ParamValue> {
+    let map = TensorMap {
+        address: a[0],
+        elem_bytes: 4,
+        dims: vec![32, 8],
+        strides: vec![128],
+        box_dims: vec![32, 8],
+        swizzle: 0,
+    };
+    vec![map_param(&map), ParamValue::Word(a[1])]
+}
+
 #[test]
 fn waiting_on_a_phase_nothing_completes_is_a_deadlock_finding_not_a_hang() {
     let src = ptx(STUCK, "sm_90");
     let bufs = [vec![0u8; 1024], vec![0u8; 64 * 4]];
-    let (out, report) = run_block_with(&src, "stuck", 64, &bufs, |a| {
-        let map = TensorMap {
-            address: a[0],
-            elem_bytes: 4,
-            dims: vec![32, 8],
-            strides: vec![128],
-            box_dims: vec![32, 8],
-            swizzle: 0,
-        };
-        vec![map_param(&map), ParamValue::Word(a[1])]
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (out, report) = run_block_with(&src, "stuck", 64, &bufs, one_box_of_32x8_f32)
+        .unwrap_or_else(|e| panic!("{e}"));
     let f = (report.findings.iter())
         .find(|f| f.kind.as_str() == "deadlock")
         .unwrap_or_else(|| panic!("{:?}", report.findings));
@@ -411,18 +415,8 @@ fn reading_a_box_before_waiting_for_its_barrier_is_a_race() {
     let src = ptx(UNWAITED, "sm_90");
     let vals: Vec<u8> = (0..256u32).flat_map(|v| (v as f32).to_le_bytes()).collect();
     let bufs = [vals, vec![0u8; 64 * 4]];
-    let (out, report) = run_block_with(&src, "unwaited", 64, &bufs, |a| {
-        let map = TensorMap {
-            address: a[0],
-            elem_bytes: 4,
-            dims: vec![32, 8],
-            strides: vec![128],
-            box_dims: vec![32, 8],
-            swizzle: 0,
-        };
-        vec![map_param(&map), ParamValue::Word(a[1])]
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (out, report) = run_block_with(&src, "unwaited", 64, &bufs, one_box_of_32x8_f32)
+        .unwrap_or_else(|e| panic!("{e}"));
     let f = (report.findings.iter())
         .find(|f| f.kind.as_str() == "shared-race")
         .unwrap_or_else(|| panic!("{:?}", report.findings));

@@ -107,35 +107,10 @@ fn a_cuda_version_cannot_be_persistent_and_a_persistent_grid_is_one_dimensional(
 /// persistent, against its golden file (`KWB_BLESS=1` rewrites it): the overlapped form.
 #[test]
 fn the_persistent_matmul_matches_its_golden_file() {
-    use kwb::tile::{compile_for, ArgKind, ConstValue, DType, KernelRequest, Target};
+    use kwb::tile::{compile_for, Target};
     let path = support::repo().join("kernels/matmul/v4.tile");
     let source = std::fs::read_to_string(&path).unwrap();
-    let int = ArgKind::Int {
-        fits_i32: true,
-        divisibility: 16,
-    };
-    let req = KernelRequest {
-        name: "matmul_kernel".into(),
-        args: vec![
-            ArgKind::Pointer(DType::F16),
-            ArgKind::Pointer(DType::F16),
-            ArgKind::Pointer(DType::F16),
-            int.clone(),
-            int.clone(),
-            int,
-        ],
-        constexprs: [
-            ("BLOCK_M", 128),
-            ("BLOCK_N", 256),
-            ("BLOCK_K", 64),
-            ("GROUP_M", 8),
-            ("NUM_STAGES", 3),
-        ]
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), ConstValue::Int(v)))
-        .collect(),
-        num_warps: 8,
-    };
+    let req = support::matmul_request([16, 16, 16]);
     // The golden's `#line` directives name the file as the test gives it.
     let out = compile_for(
         std::path::Path::new("kernels/matmul/v4.tile"),

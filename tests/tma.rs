@@ -10,10 +10,22 @@ use kwb::tile::{
     Target,
 };
 
-fn int(divisibility: u64) -> ArgKind {
-    ArgKind::Int {
+/// `name(x_ptr, y_ptr, M, N, BLOCK)`: two f32 buffers, two integers, the block size.
+fn two_f32_buffers(name: &str, block: i64) -> KernelRequest {
+    let int = ArgKind::Int {
         fits_i32: true,
-        divisibility,
+        divisibility: 1,
+    };
+    KernelRequest {
+        name: name.into(),
+        args: vec![
+            ArgKind::Pointer(DType::F32),
+            ArgKind::Pointer(DType::F32),
+            int.clone(),
+            int,
+        ],
+        constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],
+        num_warps: 4,
     }
 }
 
@@ -37,17 +49,7 @@ def shifted(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
 #[test]
 fn a_descriptor_load_reads_zeros_outside_the_tensor() {
     let (m, n, block, programs) = (37i64, 21i64, 16i64, 3u32);
-    let req = KernelRequest {
-        name: "shifted".into(),
-        args: vec![
-            ArgKind::Pointer(DType::F32),
-            ArgKind::Pointer(DType::F32),
-            int(1),
-            int(1),
-        ],
-        constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],
-        num_warps: 4,
-    };
+    let req = two_f32_buffers("shifted", block);
     let out = tile::compile(std::path::Path::new("shifted.tile"), SHIFTED, &[req]);
     assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
     let x: Vec<f32> = (0..m * n).map(|i| i as f32 + 0.5).collect();
@@ -119,17 +121,7 @@ def copy(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
 #[test]
 fn a_descriptor_store_writes_the_block_inside_the_tensor_alone() {
     let (m, n) = (37i64, 21i64);
-    let req = KernelRequest {
-        name: "copy".into(),
-        args: vec![
-            ArgKind::Pointer(DType::F32),
-            ArgKind::Pointer(DType::F32),
-            int(1),
-            int(1),
-        ],
-        constexprs: vec![("BLOCK".into(), ConstValue::Int(16))],
-        num_warps: 4,
-    };
+    let req = two_f32_buffers("copy", 16);
     let out = tile::compile(std::path::Path::new("copy.tile"), COPY, &[req]);
     assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
     let x: Vec<f32> = (0..m * n).map(|i| i as f32 * 0.25 - 3.0).collect();
@@ -172,32 +164,6 @@ fn a_descriptor_store_writes_the_block_inside_the_tensor_alone() {
     support::assert_cpu_batch_passes(ws.to_str().unwrap(), 1);
 }
 
-/// v7.tile's matmul request: fp16 A, B, C; M, N, K with the given divisibility facts.
-fn matmul_request(divisibility: [u64; 3]) -> KernelRequest {
-    KernelRequest {
-        name: "matmul_kernel".into(),
-        args: vec![
-            ArgKind::Pointer(DType::F16),
-            ArgKind::Pointer(DType::F16),
-            ArgKind::Pointer(DType::F16),
-            int(divisibility[0]),
-            int(divisibility[1]),
-            int(divisibility[2]),
-        ],
-        constexprs: [
-            ("BLOCK_M", 128),
-            ("BLOCK_N", 256),
-            ("BLOCK_K", 64),
-            ("GROUP_M", 8),
-            ("NUM_STAGES", 3),
-        ]
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), ConstValue::Int(v)))
-        .collect(),
-        num_warps: 8,
-    }
-}
-
 fn compile_v7(divisibility: [u64; 3], target: Target) -> tile::Compiled {
     let path = support::repo().join("kernels/matmul/v7.tile");
     let source = std::fs::read_to_string(&path).unwrap();
@@ -205,7 +171,7 @@ fn compile_v7(divisibility: [u64; 3], target: Target) -> tile::Compiled {
     let out = compile_for(
         std::path::Path::new("kernels/matmul/v7.tile"),
         &source,
-        &[matmul_request(divisibility)],
+        &[support::matmul_request(divisibility)],
         target,
     );
     assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
@@ -252,7 +218,11 @@ fn the_persistent_matmul_copies_with_tma_on_rings_that_run_on() {
     assert!(cuda.contains(
         "int kwb_programs, const __grid_constant__ kwb_tensor_map kwb_tmap0, const __grid_constant__ kwb_tensor_map kwb_tmap1)"
     ));
-    assert_eq!(cuda.matches("kwb_mbar_init(kwb_smem(").count(), 1, "set up once");
+    assert_eq!(
+        cuda.matches("kwb_mbar_init(kwb_smem(").count(),
+        1,
+        "set up once"
+    );
     let start = cuda.find("kwb_mbar_init(kwb_smem(").unwrap();
     let programs = cuda.find("for (;;)").expect("the overlapped form");
     assert!(start < programs);

@@ -130,6 +130,39 @@ pub fn buffer_text(buf: &ratatui::buffer::Buffer) -> String {
 }
 
 /// `kwb batch --cpu --format json --seed 7 ARGS`: exit code, the parsed report, stderr.
+/// The request a matmul workspace makes of a Triton-style matmul kernel (`matmul_kernel`: fp16
+/// A, B, C, then M, N, K with the given divisibility facts) at 128x256x64 tiles, groups of 8,
+/// 3 stages and 8 warps.
+pub fn matmul_request(divisibility: [u64; 3]) -> kwb::tile::KernelRequest {
+    use kwb::tile::{ArgKind, ConstValue, DType};
+    let int = |d: u64| ArgKind::Int {
+        fits_i32: true,
+        divisibility: d,
+    };
+    kwb::tile::KernelRequest {
+        name: "matmul_kernel".into(),
+        args: vec![
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Pointer(DType::F16),
+            int(divisibility[0]),
+            int(divisibility[1]),
+            int(divisibility[2]),
+        ],
+        constexprs: [
+            ("BLOCK_M", 128),
+            ("BLOCK_N", 256),
+            ("BLOCK_K", 64),
+            ("GROUP_M", 8),
+            ("NUM_STAGES", 3),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), ConstValue::Int(v)))
+        .collect(),
+        num_warps: 8,
+    }
+}
+
 /// `kwb batch --cpu` on `workspace` with the PTX emulator and with the default engine: each
 /// run gives `results` results, every one of them passing its check.
 pub fn assert_cpu_batch_passes(workspace: &str, results: usize) {
