@@ -121,14 +121,13 @@ impl Loaded {
             let mut maps = maps.into_boxed_slice();
             let mut next_map = maps.iter_mut();
             let ptrs: Box<[*mut c_void]> = (values.iter_mut().zip(&args))
-                .map(|(v, a)| match (a, &mut next_map) {
-                    (ArgSpec::TensorMap(_), it) => it.next().map_or(std::ptr::null_mut(), |m| {
-                        m as *mut sys::CUtensorMap as *mut c_void
-                    }),
+                .map(|(v, a)| match a {
+                    ArgSpec::TensorMap(_) => next_map
+                        .next()
+                        .map_or(std::ptr::null_mut(), |m| m as *mut _ as *mut c_void),
                     _ => v as *mut u64 as *mut c_void,
                 })
                 .collect();
-            drop(next_map);
             launches.push(Ready {
                 func,
                 grid,

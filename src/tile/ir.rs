@@ -416,8 +416,6 @@ pub struct Descriptor {
     pub shape: Vec<VarId>,
     pub strides: Vec<VarId>,
     pub block: Vec<u32>,
-    /// The source name it was bound to, if any.
-    pub name: Option<String>,
 }
 
 /// One `desc.load([o0, o1])`.

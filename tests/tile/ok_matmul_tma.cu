@@ -242,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 128; ++e) acc_44[e] = t34;
 #line 32 "kernels/matmul/v7.tile"
-    // software pipeline: `a_81` [128, 64] and `b_117` [64, 256] copied by cp.async into rings of 3 shared buffers
+    // software pipeline: `a_81` [128, 64] and `b_117` [64, 256] copied by TMA into rings of 3 shared buffers
     {
         const int kwb_end = t41;
         const int kwb_step = t43;

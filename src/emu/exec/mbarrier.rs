@@ -312,7 +312,7 @@ impl Cta<'_> {
             .unwrap_or_else(|| "the mbarrier is not initialised".into());
         let others = self.st.iter().filter(|&&s| s == State::Bar).count();
         let msg = format!(
-            "deadlock: {} threads wait on an mbarrier phase that nothing will complete ({state}); {others} other threads wait at a barrier, the rest have exited",
+            "{} threads wait on an mbarrier phase that nothing will complete ({state}); {others} other threads wait at a barrier, the rest have exited",
             parked.len()
         );
         self.report(FindingKind::Deadlock, i, t, msg);

@@ -47,7 +47,7 @@ impl Ck<'_> {
         };
         match Self::val(&s, 4) {
             Val::None => {}
-            Val::Str(p) if p == "zero" || p == "\"zero\"" || p == "'zero'" => {}
+            Val::Str(p) if p == "zero" => {}
             other => {
                 let msg = format!(
                     "kwb's tensor descriptors pad with zeros only (`padding_option=\"zero\"`), found {}",
@@ -75,9 +75,11 @@ impl Ck<'_> {
                 }
             }
         }
-        let (block_items, block_span) = lists.pop().unwrap_or_default();
-        let (stride_items, stride_span) = lists.pop().unwrap_or_default();
-        let (shape_items, shape_span) = lists.pop().unwrap_or_default();
+        let Ok([(shape_items, shape_span), (stride_items, stride_span), (block_items, block_span)]) =
+            <[_; 3]>::try_from(lists)
+        else {
+            return Val::Poison;
+        };
         let mut block = Vec::new();
         for b in &block_items {
             match b {
@@ -125,7 +127,6 @@ impl Ck<'_> {
             shape,
             strides,
             block,
-            name: None,
         });
         Val::Desc(self.descriptors.len() - 1)
     }

@@ -109,10 +109,6 @@ impl Writer<'_> {
             .iter()
             .map(|l| format!("`{}` [{}, {}]", self.name(l.dst), l.rows, l.cols))
             .collect();
-        self.line(&format!(
-            "// software pipeline: {} copied by cp.async into rings of {s} shared buffers",
-            loads.join(" and ")
-        ));
         let prefetch = self.prefetchable(body, plan);
         let wgmma = prefetch
             .is_none()
@@ -120,6 +116,11 @@ impl Writer<'_> {
             .flatten();
         // Descriptor loads feeding wgmma: TMA copies on mbarriers (`tma.rs`).
         let tma = (wgmma.is_some() && self.tma_loads(&plan.loads)).then_some(id);
+        self.line(&format!(
+            "// software pipeline: {} copied by {} into rings of {s} shared buffers",
+            loads.join(" and "),
+            if tma.is_some() { "TMA" } else { "cp.async" }
+        ));
         self.open("{");
         self.mark();
         let (end_name, step_name) = (self.name(end).to_string(), self.name(step).to_string());
