@@ -119,14 +119,26 @@ pub(crate) struct Shadow {
 /// More than one thread read the word in this interval.
 const MANY: u32 = u32::MAX;
 
+/// The bit of a writer id that marks an asynchronous copy completing on an mbarrier (the rest
+/// names the barrier and phase), rather than a thread: such a write is not ordered by CTA
+/// barriers, only by waiting for its phase.
+pub(crate) const ASYNC_WRITER: u32 = 1 << 31;
+
+/// Whether writer id `w` is an asynchronous copy's.
+pub(crate) fn is_async(w: u32) -> bool {
+    w & ASYNC_WRITER != 0 && w != MANY
+}
+
 impl Shadow {
     /// Records an access by thread `tid` in interval `epoch`; returns the other thread it races
-    /// with (`u32::MAX` when several readers), if any.
+    /// with (`u32::MAX` when several readers), if any. An asynchronous copy's write races in
+    /// every later interval too (the caller forgives threads that waited for it).
     /// `bytes` says which bytes of the word the access covers (bit i: byte i); accesses to
     /// different bytes of one word do not race.
     pub fn access(&mut self, tid: u32, epoch: u32, write: bool, bytes: u8) -> Option<u32> {
         let mut other = None;
-        if self.w_epoch == epoch && self.w_tid != tid && self.w_bytes & bytes != 0 {
+        let live = self.w_epoch == epoch || (self.w_epoch != 0 && is_async(self.w_tid));
+        if live && self.w_tid != tid && self.w_bytes & bytes != 0 {
             other = Some(self.w_tid);
         }
         if write {
@@ -155,6 +167,15 @@ impl Shadow {
             self.r_bytes = bytes;
         }
         other
+    }
+
+    /// Hands the last write over from thread `from` to `to` (its copies, now tracked by an
+    /// mbarrier) as of interval `epoch`, if `from` still is the last writer.
+    pub fn hand_over(&mut self, from: u32, to: u32, epoch: u32) {
+        if self.w_epoch != 0 && self.w_tid == from {
+            self.w_tid = to;
+            self.w_epoch = epoch;
+        }
     }
 }
 
@@ -190,5 +211,28 @@ mod tests {
         assert_eq!(s.access(1, 1, true, 0b0011), None);
         assert_eq!(s.access(2, 1, true, 0b1100), None, "two halves of one word");
         assert_eq!(s.access(3, 1, false, 0b1000), Some(2));
+    }
+
+    #[test]
+    fn an_async_copy_races_in_later_intervals_too_and_takes_over_its_threads_writes() {
+        let all = 0b1111;
+        let copy = ASYNC_WRITER | 5;
+        let mut s = Shadow::default();
+        assert_eq!(s.access(copy, 1, true, all), None);
+        assert_eq!(
+            s.access(2, 3, false, all),
+            Some(copy),
+            "no barrier orders it"
+        );
+        let mut s = Shadow::default();
+        assert_eq!(s.access(1, 1, true, all), None);
+        s.hand_over(2, copy, 1);
+        assert_eq!(s.access(1, 2, false, all), None, "not thread 2's write");
+        s.hand_over(1, copy, 2);
+        assert_eq!(
+            s.access(1, 2, false, all),
+            Some(copy),
+            "its own, handed over"
+        );
     }
 }

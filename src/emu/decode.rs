@@ -1,8 +1,8 @@
 //! Decoding one PTX instruction's opcode text (`ld.global.nc.v4.f32`, `setp.ge.s32`,
 //! `cvt.rn.f32.f64`…) into an [`Op`], its type and its modifiers.
 
-use super::decode_tma;
 use super::inst::*;
+use super::{decode_sync, decode_tma};
 
 /// The opcode's base, types and modifiers; `Err` names what is not supported.
 pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
@@ -12,6 +12,15 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
         "mma" => return mma(text),
         "ldmatrix" => return ldmatrix(text),
         "cp" if text.starts_with("cp.async.bulk") => return decode_tma::bulk_tensor(text),
+        "cp" if text.starts_with("cp.async.mbarrier")
+            || text.starts_with("cp.async.wait_")
+            || text.starts_with("cp.async.commit_") =>
+        {
+            return decode_sync::cp_async_sync(text)
+        }
+        "bar" | "barrier" if text.split('.').any(|p| p == "red") => {
+            return decode_sync::barrier_red(text)
+        }
         "cp" => return cp_async(text),
         "mbarrier" => return decode_tma::mbarrier(text),
         "prefetch" if text.ends_with(".tensormap") => return decode_tma::prefetch_tensormap(text),
@@ -337,9 +346,8 @@ fn ldmatrix(text: &str) -> Result<(Op, Ty, Mods), String> {
     Ok((Op::Ldmatrix, ty, mods))
 }
 
-/// `cp.async.{ca,cg}.shared[::cta].global[.L2::…]` (a copy), and `cp.async.commit_group`,
-/// `cp.async.wait_group`, `cp.async.wait_all`, which change nothing here: the emulator copies
-/// at once. The bulk tensor forms are decoded in [`decode_tma`].
+/// `cp.async.{ca,cg}.shared[::cta].global[.L2::…]`, a copy. The group and mbarrier forms are
+/// decoded in [`decode_sync`], the bulk tensor forms in [`decode_tma`].
 fn cp_async(text: &str) -> Result<(Op, Ty, Mods), String> {
     let mut parts = text.split('.').skip(1);
     if parts.next() != Some("async") {
@@ -352,7 +360,6 @@ fn cp_async(text: &str) -> Result<(Op, Ty, Mods), String> {
     let (mut dst_shared, mut src_global) = (false, false);
     for p in parts {
         match p {
-            "commit_group" | "wait_group" | "wait_all" => return Ok((Op::Nop, Ty::B32, mods)),
             "ca" | "cg" => {}
             "shared" | "shared::cta" if !dst_shared => dst_shared = true,
             "global" if dst_shared => src_global = true,

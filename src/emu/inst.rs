@@ -128,6 +128,8 @@ pub enum Operand {
     Sym(u32),
     /// `_` in a vector (a discarded element).
     Sink,
+    /// `!%p`, a source predicate read negated.
+    NotPred(u32),
 }
 
 /// State spaces of loads, stores and atomics.
@@ -254,6 +256,17 @@ pub enum Op {
     BulkTensor,
     /// `prefetch.tensormap`: checks the map, changes nothing.
     PrefetchTensorMap,
+    /// `bar.red.{and,or}.pred` and `bar.red.popc.u32` (also `barrier[.cta].red`): a CTA-wide
+    /// barrier whose destination gets the AND, OR or count of the threads' predicates (the
+    /// operation in `Mods::sub`, `RED_*`).
+    BarRed,
+    /// `cp.async.commit_group`, `cp.async.wait_group N`, `cp.async.wait_all`: the copies are
+    /// done at issue, so these only track which of a thread's copies are still in flight
+    /// (`Mods::sub`, `CPA_*`).
+    CpAsyncGroup,
+    /// `cp.async.mbarrier.arrive[.noinc].shared[::cta].b64 [bar]`: an arrive-on the barrier
+    /// when the thread's copies complete (`Mods::sub` is 1 for `.noinc`, a real arrival).
+    CpAsyncArrive,
     Nop,
 }
 
@@ -276,7 +289,7 @@ pub struct Mods {
     pub sub: u8,
     /// `cvt`'s source type, `setp`'s compared type is `ty`.
     pub src_ty: Option<Ty>,
-    /// `bar.red` and similar forms that this emulator treats as a barrier with a value.
+    /// `shf.clamp` (a shift of 32 or more saturates) rather than `.wrap`.
     pub clamp: bool,
     /// `cvta.to.*` (generic to space) rather than `cvta.*` (space to generic).
     pub to: bool,
@@ -327,6 +340,16 @@ pub const MBAR_TRY_WAIT_PARITY: u8 = 5;
 pub const MBAR_TEST_WAIT: u8 = 6;
 pub const MBAR_TEST_WAIT_PARITY: u8 = 7;
 pub const MBAR_INVAL: u8 = 8;
+
+/// Barrier reductions (`Mods::sub` of [`Op::BarRed`]).
+pub const RED_AND: u8 = 0;
+pub const RED_OR: u8 = 1;
+pub const RED_POPC: u8 = 2;
+
+/// `cp.async` group operations (`Mods::sub` of [`Op::CpAsyncGroup`]).
+pub const CPA_COMMIT: u8 = 0;
+pub const CPA_WAIT_GROUP: u8 = 1;
+pub const CPA_WAIT_ALL: u8 = 2;
 
 /// One decoded instruction.
 #[derive(Debug, Clone, PartialEq)]

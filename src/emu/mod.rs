@@ -12,6 +12,7 @@
 mod alu;
 mod checks;
 mod decode;
+mod decode_sync;
 mod decode_tma;
 mod exec;
 pub mod inst;

@@ -794,14 +794,20 @@ fn instruction(
             a
         };
         // `!%p` as a source predicate.
-        let a = a.trim_start_matches('!');
+        let (not, a) = match a.strip_prefix('!') {
+            Some(p) => (true, p.trim_start()),
+            None => (false, a),
+        };
         // The type immediates are read in: `cvt`'s source, else the instruction's.
         let imm_ty = if op == Op::Cvt && i > 0 {
             mods.src_ty.unwrap_or(ty)
         } else {
             ty
         };
-        let o = operand(b, a, imm_ty, module)?;
+        let o = match operand(b, a, imm_ty, module)? {
+            Operand::Reg(r) if not => Operand::NotPred(r),
+            o => o,
+        };
         if let Operand::Label(_) = o {
             let depth = b.scopes.len();
             b.fixups

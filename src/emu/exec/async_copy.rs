@@ -1,8 +1,9 @@
 //! `cp.async`, the copy from global to shared memory that bypasses registers. The emulator
-//! performs it when it is issued (so `commit_group` and `wait_group` change nothing), and checks
-//! it as what it is on the GPU: a global read and a shared-memory write by the issuing thread,
-//! so a copy that lands in a buffer other threads still read, with no barrier in between, is a
-//! race, and a copy from past a buffer's end is out of bounds (unless its source size is 0).
+//! performs it when it is issued (`commit_group` and `wait_group` only track it, see
+//! `async_arrive`), and checks it as what it is on the GPU: a global read and a shared-memory
+//! write by the issuing thread (until an mbarrier tracks it), so a copy that lands in a buffer
+//! other threads still read, with no barrier in between, is a race, and a copy from past a
+//! buffer's end is out of bounds (unless its source size is 0).
 
 use super::memory_ops::Where;
 use super::{unsupported, Cta};
@@ -68,6 +69,7 @@ impl Cta<'_> {
             }
             self.store(t, i, Where::Shared, dst + w, 4, v);
         }
+        self.in_flight.record(t, dst, n);
         Ok(())
     }
 }

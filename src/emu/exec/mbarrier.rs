@@ -15,19 +15,23 @@
 //!
 //! For the race checks, a bulk tensor copy's shared-memory writes are made by the copy, not by
 //! the thread that issued it: their writer names the barrier and phase the copy completes, and
-//! a thread that has seen that phase complete reads them without a race.
+//! a thread that has seen that phase complete reads them without a race (so do `cp.async`
+//! copies an mbarrier tracks, see `async_arrive`). A CTA barrier does not order such writes,
+//! but it passes on what its threads have seen: after it, each has seen what any of them had.
 
 use super::memory_ops::Where;
 use super::{lanes, unsupported, Cta, State};
-use crate::emu::checks::FindingKind;
+use crate::emu::checks::{is_async, FindingKind, ASYNC_WRITER};
 use crate::emu::inst::*;
 use crate::emu::EmuError;
 use std::collections::HashMap;
 
-/// Writer ids of bulk copies for the race shadow: this bit, the barrier's slot (bits 23..31)
-/// and the phase (low 23 bits). Thread ids stay below 1024.
-const ASYNC_WRITER: u32 = 1 << 31;
+/// Writer ids of asynchronous copies for the race shadow: [`ASYNC_WRITER`], the barrier's
+/// slot (bits 23..31), [`CP_ASYNC`] for `cp.async` copies (else a bulk copy) and the phase
+/// (low 22 bits). Thread ids stay below 1024.
 const MAX_SLOTS: usize = 255;
+const CP_ASYNC: u32 = 1 << 22;
+const PHASE: u32 = CP_ASYNC - 1;
 
 #[derive(Debug, Clone, Copy)]
 struct MBarrier {
@@ -72,26 +76,58 @@ impl Barriers {
     /// Whether thread `t` has seen the write of `writer` (a thread id, or a bulk copy's writer)
     /// complete, so that it does not race with it.
     pub(super) fn has_seen(&self, t: usize, writer: u32) -> bool {
-        if writer & ASYNC_WRITER == 0 || writer == u32::MAX {
+        if !is_async(writer) {
             return false;
         }
         let slot = (writer >> 23) & 0xFF;
-        let phase = writer & 0x7F_FFFF;
+        let phase = writer & PHASE;
         self.seen
             .get(&(t as u32, slot))
-            .is_some_and(|&s| s & 0x7F_FFFF > phase)
+            .is_some_and(|&s| s & PHASE > phase)
+    }
+
+    /// The writer id of copies completing in the current phase of `slot`.
+    pub(super) fn writer(&self, slot: usize, cp_async: bool) -> u32 {
+        let phase = self.slots[slot].phase & PHASE;
+        let kind = if cp_async { CP_ASYNC } else { 0 };
+        ASYNC_WRITER | (slot as u32) << 23 | kind | phase
+    }
+
+    /// A CTA barrier released `threads`: each has now seen every phase any of them had.
+    pub(super) fn join_seen(&mut self, threads: &[usize]) {
+        if self.seen.is_empty() {
+            return;
+        }
+        let mut max: HashMap<u32, u32> = HashMap::new();
+        for &t in threads {
+            for slot in 0..self.slots.len() as u32 {
+                if let Some(&p) = self.seen.get(&(t as u32, slot)) {
+                    let m = max.entry(slot).or_default();
+                    *m = (*m).max(p);
+                }
+            }
+        }
+        for (slot, p) in max {
+            for &t in threads {
+                self.seen.insert((t as u32, slot), p);
+            }
+        }
     }
 }
 
-/// A bulk copy's writer id, for messages: `Some(barrier offset)`.
-pub(super) fn async_writer_barrier(b: &Barriers, writer: u32) -> Option<u64> {
-    (writer & ASYNC_WRITER != 0 && writer != u32::MAX)
-        .then(|| {
-            b.slots
-                .get(((writer >> 23) & 0xFF) as usize)
-                .map(|s| s.offset)
-        })
-        .flatten()
+/// What wrote with asynchronous writer id `writer`, for messages.
+pub(super) fn async_writer(b: &Barriers, writer: u32) -> Option<String> {
+    if !is_async(writer) {
+        return None;
+    }
+    let bar = b.slots.get(((writer >> 23) & 0xFF) as usize)?.offset;
+    Some(if writer & CP_ASYNC != 0 {
+        format!("cp.async copies tracked by the mbarrier at shared offset {bar} (not waited for)")
+    } else {
+        format!(
+            "a bulk tensor copy completing on the mbarrier at shared offset {bar} (not waited for)"
+        )
+    })
 }
 
 impl Cta<'_> {
@@ -113,7 +149,7 @@ impl Cta<'_> {
     }
 
     /// The slot of the initialised barrier at `a`; `None` (reported) when there is none.
-    fn initialised(&mut self, t: usize, i: usize, a: u64) -> Option<usize> {
+    pub(super) fn initialised(&mut self, t: usize, i: usize, a: u64) -> Option<usize> {
         let slot = self.mbars.slot(a);
         if slot.is_none() && self.wants(FindingKind::Mbarrier, i) {
             let msg = format!("the mbarrier at shared offset {a} is used before `mbarrier.init`");
@@ -161,23 +197,19 @@ impl Cta<'_> {
             };
             match sub {
                 MBAR_ARRIVE | MBAR_ARRIVE_EXPECT_TX | MBAR_EXPECT_TX => {
-                    let b = &mut self.mbars.slots[slot];
-                    let state = u64::from(b.phase);
+                    let state = u64::from(self.mbars.slots[slot].phase);
                     let n = match sub {
                         MBAR_ARRIVE => v.unwrap_or(1) as u32,
                         MBAR_ARRIVE_EXPECT_TX => 1,
                         _ => 0,
                     };
                     if sub != MBAR_ARRIVE {
-                        b.tx += v.ok_or_else(|| unsupported(inst))? as i64;
-                    }
-                    let over = n > b.pending;
-                    b.pending = b.pending.saturating_sub(n);
-                    if over && self.wants(FindingKind::Mbarrier, i) {
-                        let msg = format!("more arrivals on the mbarrier at shared offset {a} than its count of {}", self.mbars.slots[slot].count);
+                        self.mbars.slots[slot].tx += v.ok_or_else(|| unsupported(inst))? as i64;
+                    } else if n == 0 && self.wants(FindingKind::Mbarrier, i) {
+                        let msg = format!("an arrive with a count of 0 on the mbarrier at shared offset {a} (PTX requires 1 or more)");
                         self.report(FindingKind::Mbarrier, i, t, msg);
                     }
-                    self.mbars.settle(slot);
+                    self.arrive(t, i, slot, n);
                     if let Some(d) = &dst {
                         self.set(t, d, state);
                     }
@@ -212,6 +244,23 @@ impl Cta<'_> {
         Ok(park)
     }
 
+    /// `n` arrivals (and no bytes) of thread `t` on the barrier of `slot`, reported when the
+    /// phase expects fewer.
+    pub(super) fn arrive(&mut self, t: usize, i: usize, slot: usize, n: u32) {
+        let b = &mut self.mbars.slots[slot];
+        let over = n > b.pending;
+        b.pending = b.pending.saturating_sub(n);
+        if over && self.wants(FindingKind::Mbarrier, i) {
+            let b = self.mbars.slots[slot];
+            let msg = format!(
+                "more arrivals on the mbarrier at shared offset {} than its count of {}",
+                b.offset, b.count
+            );
+            self.report(FindingKind::Mbarrier, i, t, msg);
+        }
+        self.mbars.settle(slot);
+    }
+
     fn init_barrier(&mut self, a: u64, count: u32) {
         let b = MBarrier {
             offset: a,
@@ -235,10 +284,7 @@ impl Cta<'_> {
     /// its shared-memory writes carry (the thread's own when there is no barrier).
     pub(super) fn copy_writer(&mut self, t: usize, i: usize, a: u64) -> u32 {
         match self.initialised(t, i, a) {
-            Some(slot) => {
-                let phase = self.mbars.slots[slot].phase & 0x7F_FFFF;
-                ASYNC_WRITER | (slot as u32) << 23 | phase
-            }
+            Some(slot) => self.mbars.writer(slot, false),
             None => t as u32,
         }
     }

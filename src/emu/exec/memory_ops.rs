@@ -2,7 +2,7 @@
 //! zones) in global, shared and local memory, alignment, reads of bytes never written, and
 //! races between the threads of a CTA within one barrier interval.
 
-use super::mbarrier::async_writer_barrier;
+use super::mbarrier::async_writer;
 use super::{unsupported, Cta, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW};
 use crate::emu::alu::{mask, sext};
 use crate::emu::checks::FindingKind;
@@ -157,8 +157,8 @@ impl Cta<'_> {
             if self.wants(kind, i) {
                 let who = if o == u32::MAX {
                     "other threads".to_string()
-                } else if let Some(bar) = async_writer_barrier(&self.mbars, o) {
-                    format!("a bulk tensor copy completing on the mbarrier at shared offset {bar} (not waited for)")
+                } else if let Some(copy) = async_writer(&self.mbars, o) {
+                    copy
                 } else {
                     format!("thread {:?}", self.coords(o as usize))
                 };

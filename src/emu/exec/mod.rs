@@ -7,7 +7,9 @@
 //! reconverge where their paths meet (the immediate post-dominator of structured code), and a
 //! loop's exited lanes wait for the others.
 
+mod async_arrive;
 mod async_copy;
+mod barrier_red;
 mod bulk_copy;
 mod matrix_ops;
 mod mbarrier;
@@ -68,6 +70,10 @@ pub(crate) struct Cta<'a> {
     /// The barrier instruction the waiting threads reached (for the divergence report).
     bar_at: Option<usize>,
     mbars: mbarrier::Barriers,
+    /// Each thread's `cp.async` copies that no wait or mbarrier has tracked yet.
+    in_flight: async_arrive::InFlight,
+    /// The predicates that threads brought to a barrier reduction (`bar.red`).
+    votes: barrier_red::Votes,
 }
 
 struct CtaOut {
@@ -224,6 +230,8 @@ impl<'a> Cta<'a> {
             approx: BTreeSet::new(),
             bar_at: None,
             mbars: mbarrier::Barriers::default(),
+            in_flight: async_arrive::InFlight::new(n),
+            votes: barrier_red::Votes::new(n),
         }
     }
 
@@ -263,6 +271,8 @@ impl<'a> Cta<'a> {
             }
             self.epoch += 1;
             self.bar_at = None;
+            self.mbars.join_seen(&waiting);
+            self.reduce_votes(&waiting);
             for t in waiting {
                 self.st[t] = State::Run;
             }
@@ -344,6 +354,7 @@ impl<'a> Cta<'a> {
     pub(crate) fn read(&self, t: usize, op: &Operand, ty: Ty) -> u64 {
         match op {
             Operand::Reg(r) => self.reg(t, *r),
+            Operand::NotPred(r) => u64::from(self.reg(t, *r) == 0),
             Operand::Imm(v) => *v,
             Operand::FImm(x) => match ty {
                 Ty::F64 => x.to_bits(),
@@ -447,6 +458,11 @@ impl<'a> Cta<'a> {
                 }
                 return Ok(());
             }
+            Op::BarRed => {
+                self.bar_red(lo, i, mask, active);
+                return Ok(());
+            }
+            Op::CpAsyncGroup | Op::CpAsyncArrive => self.track_copies(lo, i, active)?,
             Op::Bar | Op::Membar | Op::Nop => {}
             Op::Shfl => self.shfl(lo, i, active)?,
             Op::Mma => self.mma(lo, i, active)?,
