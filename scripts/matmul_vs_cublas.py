@@ -113,7 +113,7 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     import numpy
     if not _CUBINS:
         _CUBINS.update(kwb_cubins(kwb, os.path.join(REPO, "workspaces", "matmul.yaml")))
-    path, entry, dyn = _CUBINS[(version, size)]
+    path, entry, dyn, maps = _CUBINS[(version, size)]
     cfg = dict(kv.split("=") for kv in version[version.index("[") + 1:-1].split(","))
     bm, bn = int(cfg.get("BM", 128)), int(cfg.get("BN", 256))  # v6: 128x256 tiles
     warps = 4 * (1 + int(bm * bn >= 128 * 256))  # v5's and v6's num_warps in workspaces/matmul.yaml
@@ -124,9 +124,9 @@ def kwb_same_harness(kwb, version, size, m, n, k):
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)
     args = (cupy.asarray(a), cupy.asarray(b), cupy.asarray(c), numpy.int32(m), numpy.int32(n), numpy.int32(k))
     grid = ((m + bm - 1) // bm) * ((n + bn - 1) // bn)
-    if version.startswith("v7["):
-        # TMA: the launch passes two tensor maps after the arguments (ctypes below).
-        return tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, 32 * warps,
+    if maps:
+        # TMA: the launch passes tensor maps after the arguments (ctypes below).
+        return tma_same_harness(path, entry, dyn, maps, a, b, c, m, n, k, grid, 32 * warps,
                                 "persistent=true" in version)
     if "persistent=true" in version:
         # Persistent: the program count is the last argument, and the launch runs as many
@@ -155,29 +155,38 @@ def _cuda():
     return cu
 
 
-def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads, persistent):
-    """(events µs, kernel µs, the call) of a TMA version (v7 at 128x256x64) launched through the
-    driver with the tensor maps kwb encodes for it: A (M x K) in 64 x 128 boxes, B (K x N) in
-    64 x 64 boxes, 128-byte swizzle, 2-byte elements, zeros outside (src/run/program.rs). A
-    persistent one takes the program count before the maps and runs one CTA per SM (its
-    shared memory allows one)."""
+def tma_same_harness(path, entry, dyn, maps, a, b, c, m, n, k, grid, threads, persistent):
+    """(events µs, kernel µs, the call) of a version that copies with TMA, launched through the
+    driver with the tensor maps kwb reports for it (`kwb inspect --format json`), encoded as
+    kwb encodes them (src/run/program.rs): 2-byte elements, the reported swizzle, 256-byte L2
+    promotion, zeros outside. A persistent one takes the program count before the maps and
+    runs one CTA per SM (its shared memory allows one)."""
     import ctypes
     torch.cuda.synchronize()
     cu = _cuda()
     # Everything the launch points at lives as long as the call: the tensors above all (freed,
     # their memory would go to other tensors and the kernel would read those).
     keep = [a, b, c]
+    args = [a, b, c, m, n, k]
 
-    def tensor_map(t, inner, outer, box):
+    def extent(e):
+        return args[e["arg"]] if "arg" in e else e["const"]
+
+    def tensor_map(spec):
+        t = args[spec["base"]]
+        stride = extent(spec["strides"][0])
+        inner, outer = (extent(d) for d in spec["dims"])
         raw = ctypes.create_string_buffer(128 + 64)
         keep.append(raw)
         at = (ctypes.addressof(raw) + 63) // 64 * 64
         dims = (ctypes.c_uint64 * 2)(inner, outer)
-        strides = (ctypes.c_uint64 * 1)(inner * 2)
-        boxes = (ctypes.c_uint32 * 2)(*box)
+        strides = (ctypes.c_uint64 * 1)(stride * 2)
+        boxes = (ctypes.c_uint32 * 2)(*spec["box_dims"])
         ones = (ctypes.c_uint32 * 2)(1, 1)
-        # UINT16, no interleave, 128-byte swizzle, 256-byte L2 promotion, zero fill.
-        r = cu.cuTensorMapEncodeTiled(at, 1, 2, t.data_ptr(), dims, strides, boxes, ones, 0, 3, 3, 0)
+        swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[spec["swizzle"]]
+        # UINT16, no interleave, the swizzle, 256-byte L2 promotion, zero fill.
+        r = cu.cuTensorMapEncodeTiled(at, 1, 2, t.data_ptr(), dims, strides, boxes, ones, 0,
+                                      swizzle, 3, 0)
         assert r == 0, f"cuTensorMapEncodeTiled: error {r}"
         return at
 
@@ -194,7 +203,7 @@ def tma_same_harness(path, entry, dyn, a, b, c, m, n, k, grid, threads, persiste
         grid = min(grid, torch.cuda.get_device_properties(0).multi_processor_count)
     keep.extend(slots)
     ptrs = [ctypes.addressof(v) for v in slots]
-    ptrs += [tensor_map(a, k, m, (64, 128)), tensor_map(b, n, k, (64, 64))]
+    ptrs += [tensor_map(spec) for spec in maps]
     params = (ctypes.c_void_p * len(ptrs))(*ptrs)
     keep.append(params)
 

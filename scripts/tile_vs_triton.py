@@ -178,7 +178,8 @@ def kwb_cubins(kwb, workspace_path):
                 path = os.path.join(out_dir, f"{safe(v['name'])}@{safe(l['size'])}.cubin")
                 if not os.path.exists(path):
                     path = os.path.join(out_dir, f"{safe(v['name'])}.cubin")
-                found[(v["name"], l["size"])] = (path, k["name"], l["dynamic_shared_bytes"])
+                found[(v["name"], l["size"])] = (path, k["name"], l["dynamic_shared_bytes"],
+                                                 k.get("tensor_maps", []))
     return found
 
 
@@ -194,7 +195,7 @@ def kwb_softmax_launch(cubin, m, n, warps, grid=None, block=None):
     """A checked launch of kwb's compiled softmax (its CUBIN, loaded by CuPy), and its entry."""
     import cupy
     import numpy
-    path, entry, dyn = cubin
+    path, entry, dyn = cubin[:3]
     kernel = cupy.RawModule(path=path).get_function(entry)
     x = torch.randn(m, n, device="cuda", dtype=torch.float32)
     y = torch.empty_like(x)

@@ -292,4 +292,33 @@ fn v7_passes_on_the_emulator_with_and_without_tma() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("kwb_tma2d(kwb_smem("), "odd: cp.async");
+    // `inspect --format json` says which tensor maps the kernel takes (at `odd`, none).
+    let maps = |size: &str| {
+        let (code, out, err) = support::run_kwb(&[
+            "inspect",
+            ws,
+            "--version",
+            "v7[persistent=false]",
+            "--format",
+            "json",
+            "--sizes",
+            size,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["versions"][0]["kernels"][0]["tensor_maps"].clone()
+    };
+    let arg = |i: usize| serde_json::json!({ "arg": i });
+    let m = maps("aligned");
+    // A (M x K, argument 0) in 64 x 128 boxes; B (K x N, argument 1) in 64 x 64 boxes.
+    assert_eq!(m.as_array().map(Vec::len), Some(2), "{m}");
+    assert_eq!(m[0]["base"], 0);
+    assert_eq!(m[0]["dims"], serde_json::json!([arg(5), arg(3)]));
+    assert_eq!(m[0]["strides"], serde_json::json!([arg(5)]));
+    assert_eq!(m[0]["box_dims"], serde_json::json!([64, 128]));
+    assert_eq!(m[1]["base"], 1);
+    assert_eq!(m[1]["dims"], serde_json::json!([arg(4), arg(5)]));
+    assert_eq!(m[1]["box_dims"], serde_json::json!([64, 64]));
+    assert_eq!(m[1]["swizzle"], 128);
+    assert!(maps("odd").is_null(), "odd: no tensor maps");
 }

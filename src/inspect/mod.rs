@@ -57,6 +57,10 @@ pub struct KernelReport {
     pub resources: KernelResources,
     /// One entry per launch of this kernel and problem size.
     pub launches: Vec<LaunchReport>,
+    /// The tensor maps a tile kernel takes after its arguments (TMA copies), as the launch
+    /// encodes them from its arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<crate::tile::TensorMapParam>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -103,6 +107,7 @@ pub fn report(
                     ordered.extend(rest);
                     ordered.into_iter().map(move |k| KernelReport {
                         resources: k.clone(),
+                        tensor_maps: part.tile_tensor_maps(&k.name).to_vec(),
                         launches: match version {
                             Some(v) if v.launches.iter().any(|l| l.entry == k.name) => {
                                 let need = part.tile_dynamic_shared(&k.name);
