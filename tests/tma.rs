@@ -270,41 +270,32 @@ fn v7_passes_on_the_emulator_with_and_without_tma() {
     let ws = ws.to_str().unwrap();
     // Persistent at `aligned`: 4 programs on the emulator's 2 CTAs.
     support::assert_cpu_batch_passes(ws, 4);
-    let (code, out, err) = support::run_kwb(&[
-        "inspect",
-        ws,
-        "--version",
-        "v7[persistent=false]",
-        "--cuda",
-        "--sizes",
-        "aligned",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("kwb_tma2d(kwb_smem("), "aligned: TMA");
-    let (code, out, err) = support::run_kwb(&[
-        "inspect",
-        ws,
-        "--version",
-        "v7[persistent=false]",
-        "--cuda",
-        "--sizes",
-        "odd",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(!out.contains("kwb_tma2d(kwb_smem("), "odd: cp.async");
-    // `inspect --format json` says which tensor maps the kernel takes (at `odd`, none).
-    let maps = |size: &str| {
-        let (code, out, err) = support::run_kwb(&[
+    // What `kwb inspect` prints for the non-persistent configuration at `size`.
+    let inspect = |size: &str, what: &[&str]| {
+        let mut args = vec![
             "inspect",
             ws,
             "--version",
             "v7[persistent=false]",
-            "--format",
-            "json",
             "--sizes",
             size,
-        ]);
+        ];
+        args.extend(what);
+        let (code, out, err) = support::run_kwb(&args);
         assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert!(
+        inspect("aligned", &["--cuda"]).contains("kwb_tma2d(kwb_smem("),
+        "aligned: TMA"
+    );
+    assert!(
+        !inspect("odd", &["--cuda"]).contains("kwb_tma2d(kwb_smem("),
+        "odd: cp.async"
+    );
+    // `inspect --format json` says which tensor maps the kernel takes (at `odd`, none).
+    let maps = |size: &str| {
+        let out = inspect(size, &["--format", "json"]);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v["versions"][0]["kernels"][0]["tensor_maps"].clone()
     };
