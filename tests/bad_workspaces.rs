@@ -114,3 +114,19 @@ fn the_command_line_maps_failures_to_exit_codes() {
     assert_eq!(code, kwb::exit::USAGE);
     assert!(err.contains("no/such/workspace.yaml"), "{err}");
 }
+
+#[test]
+fn a_kernel_file_where_a_workspace_goes_is_named_as_such() {
+    // `kwb batch` and `kwb watch` take a workspace; a kernel file there says what to do.
+    let py = support::repo().join("kernels/softmax/fused_softmax.py");
+    let (code, _, err) = kwb(&["batch", "--cpu", &py.display().to_string()]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("this is not a workspace"), "{err}");
+    assert!(err.contains("`kwb inspect "), "{err}");
+    assert!(!err.contains("RawWorkspace"), "{err}");
+    // Any other file whose top level is not a mapping: the same, without the kernel advice.
+    let ws = kwb::workspace::load_str(std::path::Path::new("w.yaml"), "- 1\n- 2\n");
+    let msg = render_all(&ws.err().unwrap().diagnostics);
+    assert!(msg.contains("this is not a workspace"), "{msg}");
+    assert!(!msg.contains("kwb inspect"), "{msg}");
+}

@@ -43,8 +43,11 @@ pub fn load_str(path: &Path, source: &str) -> Result<Workspace, WorkspaceError> 
             .trim_end_matches('?')
             .to_string();
         let inner = e.into_inner();
-        let mut d =
-            Diagnostic::error(clean_serde_message(&inner.to_string(), &field)).in_file(path);
+        let mut message = clean_serde_message(&inner.to_string(), &field);
+        if message.ends_with("expected struct RawWorkspace") {
+            message = not_a_workspace(path);
+        }
+        let mut d = Diagnostic::error(message).in_file(path);
         if let Some(loc) = inner.location() {
             d = d.at(loc.line() as u32, Some(loc.column() as u32));
         }
@@ -55,6 +58,25 @@ pub fn load_str(path: &Path, source: &str) -> Result<Workspace, WorkspaceError> 
     })?;
     let spans = SpanIndex::build(source);
     validate(path, raw, spans)
+}
+
+/// What to say of a file whose top level is not a workspace's mapping (a kernel file given
+/// where a workspace goes, say).
+fn not_a_workspace(path: &Path) -> String {
+    let what = "this is not a workspace: expected a YAML mapping of fields such as `name`, \
+                `sizes`, `buffers` and `versions` (docs/workspace.md)";
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    match ext {
+        "cu" | "cuh" | "tile" | "py" => format!(
+            "{what}; a kernel file goes under a workspace's `versions:`, and `kwb inspect {}` \
+             compiles it alone",
+            path.display()
+        ),
+        _ => what.to_string(),
+    }
 }
 
 /// serde_norway prefixes messages with the field path and puts " at line L column C" in them;
