@@ -198,3 +198,42 @@ fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
         "{f}"
     );
 }
+
+#[test]
+fn a_false_tl_assume_is_a_finding_with_its_line() {
+    // Triton makes a false assumption undefined behaviour; the interpreter checks each one.
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("assume.tile");
+    std::fs::write(
+        &kernel,
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n\
+         def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    \
+         pid = tl.program_id(0)\n    \
+         tl.assume(pid * BLOCK < n - 40)\n    \
+         offs = pid * BLOCK + tl.arange(0, BLOCK)\n    \
+         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n",
+    )
+    .unwrap();
+    let ws = dir.path().join("assume.yaml");
+    std::fs::write(
+        &ws,
+        format!(
+            "name: assume\nsizes:\n  - {{name: s, N: 100, emulate: true}}\nbuffers:\n  \
+             x: {{dtype: f32, shape: [N], init: randn}}\n  \
+             y: {{dtype: f32, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\n\
+             versions:\n  v1:\n    file: {}\n    entry: copy_kernel\n    \
+             constexprs: {{BLOCK: 64}}\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
+            kernel.display()
+        ),
+    )
+    .unwrap();
+    let (code, report, err) = support::cpu_batch_json(&[ws.to_str().unwrap()]);
+    assert_eq!(code, kwb::exit::CHECK_FAILED, "{err}");
+    let r = &report.results[0];
+    assert_eq!(r.status, Status::CheckFailed, "{:?}", r.message);
+    let f = r.findings.first().expect("a false-assumption finding");
+    assert_eq!(f.kind, "false-assumption", "{f}");
+    // Program 1 starts at 64, not below 100 - 40.
+    assert_eq!((f.line, f.cta), (Some(8), Some([1, 0, 0])), "{f}");
+    assert!(f.message.contains("`tl.assume`"), "{f}");
+}

@@ -58,6 +58,7 @@ impl B {
             name: name.into(),
             var: v,
             divisibility: if div16 { 16 } else { 1 },
+            non_negative: true,
         });
         v
     }
@@ -711,6 +712,7 @@ fn int16() -> kwb::tile::ArgKind {
     kwb::tile::ArgKind::Int {
         fits_i32: true,
         divisibility: 16,
+        non_negative: true,
     }
 }
 

@@ -36,10 +36,12 @@ fn parse_request(header: &str) -> KernelRequest {
                 "i32" => ArgKind::Int {
                     fits_i32: true,
                     divisibility: 1,
+                    non_negative: true,
                 },
                 "i64" => ArgKind::Int {
                     fits_i32: false,
                     divisibility: 1,
+                    non_negative: true,
                 },
                 "f32" => ArgKind::Float,
                 other => panic!("unknown argument kind {other}"),
@@ -117,6 +119,7 @@ fn int() -> ArgKind {
     ArgKind::Int {
         fits_i32: true,
         divisibility: 16,
+        non_negative: true,
     }
 }
 
@@ -193,6 +196,7 @@ fn shipped_kernels_check_cleanly() {
     let odd = ArgKind::Int {
         fits_i32: true,
         divisibility: 1,
+        non_negative: true,
     };
     check_clean(
         "kernels/softmax/v5.tile",

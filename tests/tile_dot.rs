@@ -67,6 +67,7 @@ fn request(c: &Case) -> KernelRequest {
     let int = ArgKind::Int {
         fits_i32: true,
         divisibility: if c.div16 { 16 } else { 1 },
+        non_negative: true,
     };
     let [bm, bn, bk] = c.tile;
     KernelRequest {
@@ -146,9 +147,16 @@ fn grid(c: &Case) -> [u32; 3] {
     ]
 }
 
-/// What `interpret` hands on: the CUDA, its dynamic shared memory (bytes), A, B and the
-/// interpreter's C.
-type Interpreted = (String, u32, Vec<f32>, Vec<f32>, Vec<f32>);
+/// The generated code of a case: the CUDA, the dynamic shared memory (bytes) and the tensor
+/// maps (TMA copies) its launch passes.
+struct Generated {
+    cuda: String,
+    dynamic: u32,
+    maps: Vec<kwb::tile::TensorMapParam>,
+}
+
+/// What `interpret` hands on: the generated code, A, B and the interpreter's C.
+type Interpreted = (Generated, Vec<f32>, Vec<f32>, Vec<f32>);
 
 /// Compiles `c`, checks the interpreter against the reference, and returns the CUDA, the
 /// dynamic shared memory its launch needs, and the interpreter's C.
@@ -197,11 +205,20 @@ fn interpret(c: &Case) -> Interpreted {
         .iter()
         .find(|(k, _)| k == "mm")
         .map_or(0, |(_, b)| *b as u32);
-    (compiled.cuda, dynamic, a, b, got)
+    let maps = (compiled.tensor_maps.iter())
+        .find(|(k, _)| k == "mm")
+        .map_or(Vec::new(), |(_, m)| m.clone());
+    let g = Generated {
+        cuda: compiled.cuda,
+        dynamic,
+        maps,
+    };
+    (g, a, b, got)
 }
 
 /// Runs the generated CUDA in the PTX emulator; C, or None without NVRTC.
-fn emulate(c: &Case, cuda: &str, dynamic: u32, a: &[f32], b: &[f32]) -> Option<(Vec<f32>, String)> {
+fn emulate(c: &Case, g: &Generated, a: &[f32], b: &[f32]) -> Option<(Vec<f32>, String)> {
+    let cuda = g.cuda.as_str();
     let nvrtc = match kwb::compile::nvrtc::nvrtc() {
         Ok(n) => n,
         Err(e) => {
@@ -228,13 +245,35 @@ fn emulate(c: &Case, cuda: &str, dynamic: u32, a: &[f32], b: &[f32]) -> Option<(
     let aa = mem.alloc("a", &bytes(c.dtype, a), init);
     let ba = mem.alloc("b", &bytes(c.dtype, b), init);
     let ca = mem.alloc("c", &vec![0u8; m * n * 4], init);
-    let [bm, bn, bk] = c.size.map(|x| x as u64);
+    let [sm, sn, sk] = c.size.map(|x| x as u64);
+    let args = [aa, ba, ca, sm, sn, sk];
+    let mut params = kwb::emu::ParamValue::words(&args);
+    // TMA copies (loads proven blocks of A and B): the emulator's encoding of their maps.
+    let arg = |e: &kwb::tile::Extent| match *e {
+        kwb::tile::Extent::Arg(i) => args[i],
+        kwb::tile::Extent::Const(v) => v as u64,
+    };
+    for m in &g.maps {
+        let map = kwb::emu::TensorMap {
+            address: args[m.base],
+            elem_bytes: m.elem_bytes,
+            dims: m.dims.iter().map(arg).collect(),
+            strides: m
+                .strides
+                .iter()
+                .map(|s| arg(s) * u64::from(m.elem_bytes))
+                .collect(),
+            box_dims: m.box_dims.clone(),
+            swizzle: m.swizzle,
+        };
+        params.push(kwb::emu::ParamValue::Bytes(map.to_bytes().to_vec()));
+    }
     let launch = kwb::emu::Launch {
         entry: "mm",
         grid: grid(c),
         block: [c.warps * 32, 1, 1],
-        dynamic_shared: dynamic,
-        params: &kwb::emu::ParamValue::words(&[aa, ba, ca, bm, bn, bk]),
+        dynamic_shared: g.dynamic,
+        params: &params,
     };
     let report = kwb::emu::run(&module, &launch, &mut mem, &Default::default())
         .unwrap_or_else(|e| panic!("{c:?}: the emulator failed: {e:?}"));
@@ -294,8 +333,8 @@ fn dots_agree_in_the_interpreter_and_the_emulator() {
         staged(case(F16, 0, [64, 128, 64], 4, [80, 144, 208]), 4, true),
     ];
     for c in &cases {
-        let (cuda, dynamic, a, b, want) = interpret(c);
-        let Some((got, ptx)) = emulate(c, &cuda, dynamic, &a, &b) else {
+        let (g, a, b, want) = interpret(c);
+        let Some((got, ptx)) = emulate(c, &g, &a, &b) else {
             continue;
         };
         assert_eq!(got, want, "{c:?}: emulator vs interpreter");
@@ -327,7 +366,7 @@ fn dots_agree_in_the_interpreter_and_the_emulator() {
 #[test]
 fn the_fp16_dot_kernel_matches_its_golden() {
     let c = case(DType::F16, 0, [32, 32, 16], 4, [40, 24, 40]);
-    let (cuda, dynamic, ..) = interpret(&c);
+    let (Generated { cuda, dynamic, .. }, ..) = interpret(&c);
     assert_eq!(dynamic, 0, "a small ring stays in static shared memory");
     support::assert_golden(&support::repo().join("tests/tile/ok_dot_f16.cu"), &cuda);
     // The accumulator never leaves registers: no staging of it through shared memory.
@@ -343,7 +382,7 @@ fn rings_past_48_kib_go_to_dynamic_shared_memory() {
         4,
         true,
     );
-    let (cuda, dynamic, ..) = interpret(&c);
+    let (Generated { cuda, dynamic, .. }, ..) = interpret(&c);
     assert_eq!(dynamic, 4 * (64 * 64 + 64 * 128) * 2);
     assert!(cuda.contains("extern __shared__ __align__(128) unsigned char kwb_dyn[];"));
     assert!(!cuda.contains("__shared__ __align__(128) unsigned char kwb_ring["));
@@ -353,11 +392,11 @@ fn rings_past_48_kib_go_to_dynamic_shared_memory() {
         3,
         true,
     );
-    let (_, dynamic, ..) = interpret(&big);
+    let dynamic = interpret(&big).0.dynamic;
     assert_eq!(dynamic, 3 * (128 * 64 + 64 * 256) * 2);
     // 8 stages would take 384 KiB: the writer drops stages until the ring fits 227 KiB.
     let capped = staged(big, 8, true);
-    let (_, dynamic, ..) = interpret(&capped);
+    let dynamic = interpret(&capped).0.dynamic;
     assert_eq!(dynamic, 4 * (128 * 64 + 64 * 256) * 2);
 }
 
@@ -398,13 +437,14 @@ fn matmul_loops_prefetch_fragments_where_registers_allow() {
         ),
     ];
     for (c, prefetched) in &cases {
-        let (cuda, dynamic, a, b, want) = interpret(c);
+        let (g, a, b, want) = interpret(c);
+        let cuda = &g.cuda;
         assert_eq!(
             cuda.contains("unsigned kwb_fa[2]"),
             *prefetched,
             "{c:?}\n{cuda}"
         );
-        let Some((got, _)) = emulate(c, &cuda, dynamic, &a, &b) else {
+        let Some((got, _)) = emulate(c, &g, &a, &b) else {
             continue;
         };
         assert_eq!(got, want, "{c:?}: emulator vs interpreter");
@@ -502,9 +542,18 @@ fn hopper_dots_take_wgmma_and_agree_with_the_interpreter() {
         ),
     ];
     for (c, wgmma) in &cases {
-        let (cuda, dynamic, a, b, want) = interpret(c);
+        let (g, a, b, want) = interpret(c);
+        let cuda = &g.cuda;
         assert_eq!(cuda.contains("wgmma.mma_async"), *wgmma, "{c:?}\n{cuda}");
-        let Some((got, ptx)) = emulate(c, &cuda, dynamic, &a, &b) else {
+        // The loads are blocks of A and B (rows and K masked, `src/tile/blocks/`): copied with
+        // TMA wherever the dot goes to wgmma, the rows are 16-byte aligned and each warpgroup
+        // takes one 64-row step (two permute A's rows in the ring, which a box cannot), in
+        // the loop whose wgmmas overlap (`acc += tl.dot(a, b)` waits for its own).
+        let one_step = c.tile[0] <= 64 * i64::from(c.warps / 4);
+        let tma = *wgmma && c.div16 && one_step && c.mode == 0;
+        assert_eq!(!g.maps.is_empty(), tma, "{c:?}");
+        assert_eq!(cuda.contains("kwb_tma2d(kwb_smem("), tma, "{c:?}");
+        let Some((got, ptx)) = emulate(c, &g, &a, &b) else {
             continue;
         };
         assert_eq!(got, want, "{c:?}: emulator vs interpreter");

@@ -251,6 +251,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                     0 => ArgKind::Int {
                         fits_i32: rng.below(2) == 0,
                         divisibility: 1u64 << rng.below(5),
+                        non_negative: rng.below(2) == 0,
                     },
                     1 => ArgKind::Float,
                     _ if p.name.ends_with("ptr") || rng.below(3) == 0 => {
@@ -265,6 +266,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                     _ => ArgKind::Int {
                         fits_i32: true,
                         divisibility: 16,
+                        non_negative: true,
                     },
                 })
                 .collect();
@@ -297,6 +299,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
             ArgKind::Int {
                 fits_i32: true,
                 divisibility: 1,
+                non_negative: true,
             },
         ],
         constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],

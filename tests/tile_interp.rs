@@ -57,6 +57,7 @@ impl B {
             name: name.into(),
             var: v,
             divisibility: 1,
+            non_negative: true,
         });
         v
     }
@@ -855,6 +856,7 @@ fn int_arg() -> ArgKind {
     ArgKind::Int {
         fits_i32: true,
         divisibility: 1,
+        non_negative: true,
     }
 }
 

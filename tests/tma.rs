@@ -15,6 +15,7 @@ fn two_f32_buffers(name: &str, block: i64) -> KernelRequest {
     let int = ArgKind::Int {
         fits_i32: true,
         divisibility: 1,
+        non_negative: true,
     };
     KernelRequest {
         name: name.into(),
@@ -244,11 +245,13 @@ fn without_aligned_rows_or_wgmma_the_matmul_copies_with_cp_async() {
     assert!(any.tensor_maps.is_empty() && !any.cuda.contains("kwb_tma2d("));
 }
 
-/// A small workspace of v7 at sizes where TMA copies (odd8-like: N and K multiples of 8, every
-/// tile edge partial) and where it cannot (N odd): the PTX emulator runs the generated code,
-/// mbarriers and bulk copies included, and the interpreter the tile IR; both pass the check.
+/// A small workspace of v7 (descriptors) and of the tutorial's pointer loads (v4.tile, proven
+/// blocks: `src/tile/blocks/`) at sizes where TMA copies (N and K multiples of 8, every tile
+/// edge partial, so the tutorial's rows and columns wrap where TMA reads zeros) and where it
+/// cannot (N odd): the PTX emulator runs the generated code, mbarriers and bulk copies
+/// included, and the interpreter the tile IR; both pass the check.
 #[test]
-fn v7_passes_on_the_emulator_with_and_without_tma() {
+fn v7_and_the_tutorial_pass_on_the_emulator_with_and_without_tma() {
     support::provision_nvrtc();
     let dir = tempfile::tempdir().unwrap();
     let kernels = support::repo().join("kernels");
@@ -262,24 +265,30 @@ fn v7_passes_on_the_emulator_with_and_without_tma() {
          versions:\n  v7:\n    file: {}/matmul/v7.tile\n    entry: matmul_kernel\n    \
          constexprs: {{BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, GROUP_M: 8, NUM_STAGES: 3}}\n    \
          num_warps: 8\n    grid: cdiv(M, 128) * cdiv(N, 256)\n    args: [a, b, c, M, N, K]\n    \
+         sweep: {{persistent: [false, true]}}\n  \
+         tutorial:\n    file: {}/matmul/v4.tile\n    entry: matmul_kernel\n    \
+         constexprs: {{BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, GROUP_M: 8, NUM_STAGES: 3}}\n    \
+         num_warps: 8\n    grid: cdiv(M, 128) * cdiv(N, 256)\n    args: [a, b, c, M, N, K]\n    \
          sweep: {{persistent: [false, true]}}\n",
+        kernels.display(),
         kernels.display()
     );
     let ws = dir.path().join("ws.yaml");
     std::fs::write(&ws, yaml).unwrap();
     let ws = ws.to_str().unwrap();
     // Persistent at `aligned`: 4 programs on the emulator's 2 CTAs.
-    support::assert_cpu_batch_passes(ws, 4);
-    // What `kwb inspect` prints for the non-persistent configuration at `size`.
+    support::assert_cpu_batch_passes(ws, 8);
+    for version in ["v7[persistent=false]", "tutorial[persistent=false]"] {
+        inspected_tma(ws, version);
+    }
+}
+
+/// `kwb inspect` of `version` in the workspace of the test above: TMA copies at `aligned`,
+/// with their tensor maps, and none at `odd`.
+fn inspected_tma(ws: &str, version: &str) {
+    // What `kwb inspect` prints for the configuration at `size`.
     let inspect = |size: &str, what: &[&str]| {
-        let mut args = vec![
-            "inspect",
-            ws,
-            "--version",
-            "v7[persistent=false]",
-            "--sizes",
-            size,
-        ];
+        let mut args = vec!["inspect", ws, "--version", version, "--sizes", size];
         args.extend(what);
         let (code, out, err) = support::run_kwb(&args);
         assert_eq!(code, 0, "{err}");
@@ -287,11 +296,11 @@ fn v7_passes_on_the_emulator_with_and_without_tma() {
     };
     assert!(
         inspect("aligned", &["--cuda"]).contains("kwb_tma2d(kwb_smem("),
-        "aligned: TMA"
+        "{version} aligned: TMA"
     );
     assert!(
         !inspect("odd", &["--cuda"]).contains("kwb_tma2d(kwb_smem("),
-        "odd: cp.async"
+        "{version} odd: cp.async"
     );
     // `inspect --format json` says which tensor maps the kernel takes (at `odd`, none).
     let maps = |size: &str| {

@@ -73,11 +73,13 @@ pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelReq
                     Scalar::Int(i) => ArgKind::Int {
                         fits_i32: i32::try_from(i).is_ok(),
                         divisibility: pow2_divisor(i),
+                        non_negative: i >= 0,
                     },
                     Scalar::Float(_) => ArgKind::Float,
                     Scalar::Bool(_) => ArgKind::Int {
                         fits_i32: true,
                         divisibility: 1,
+                        non_negative: true,
                     },
                 },
             });
@@ -283,6 +285,7 @@ fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String
                         ArgKind::Int {
                             fits_i32: true,
                             divisibility: 1,
+                            non_negative: false,
                         }
                     }
                 })

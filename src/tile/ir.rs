@@ -149,6 +149,8 @@ pub struct Param {
     /// 16, that divides an integer's value (1 for an odd one), or a pointer's alignment in bytes
     /// (16: every kwb buffer is 16-byte aligned).
     pub divisibility: u64,
+    /// An integer known to be at least 0 (a pointer: always true).
+    pub non_negative: bool,
 }
 
 /// A compile-time constant value of a scalar variable.
@@ -338,6 +340,56 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The variables the operation reads, in operand order.
+    pub fn operands(&self) -> Vec<VarId> {
+        match self {
+            Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => Vec::new(),
+            Op::Copy(a)
+            | Op::Splat(a)
+            | Op::Broadcast(a)
+            | Op::Reshape(a)
+            | Op::Cast(a)
+            | Op::ExpandDims { src: a, .. }
+            | Op::Permute { src: a, .. }
+            | Op::Unary { src: a, .. }
+            | Op::Reduce { src: a, .. }
+            | Op::Hint { src: a, .. } => vec![*a],
+            Op::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
+            Op::PtrAdd { ptr, offset } => vec![*ptr, *offset],
+            Op::Fma { a, b, c } => vec![*a, *b, *c],
+            Op::Where { cond, a, b } => vec![*cond, *a, *b],
+            Op::Dot { a, b, acc, .. } => [*a, *b].into_iter().chain(*acc).collect(),
+            Op::Load { ptr, mask, other } => {
+                [*ptr].into_iter().chain(*mask).chain(*other).collect()
+            }
+            Op::Atomic {
+                ptr, value, mask, ..
+            } => [*ptr, *value].into_iter().chain(*mask).collect(),
+        }
+    }
+}
+
+impl StmtKind {
+    /// The variables the statement reads itself (not its nested statements'); a loop reads
+    /// its bounds and step.
+    pub fn reads(&self) -> Vec<VarId> {
+        match self {
+            StmtKind::Assign { op, .. } => op.operands(),
+            StmtKind::Store { ptr, value, mask } => {
+                [*ptr, *value].into_iter().chain(*mask).collect()
+            }
+            StmtKind::If { cond, .. }
+            | StmtKind::While { cond, .. }
+            | StmtKind::Assume { cond } => vec![*cond],
+            StmtKind::For {
+                start, end, step, ..
+            } => vec![*start, *end, *step],
+            StmtKind::Barrier | StmtKind::Return => Vec::new(),
+        }
+    }
+}
+
 /// A statement, with the tile-source position it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stmt {
@@ -382,6 +434,9 @@ pub enum StmtKind {
     },
     /// `tl.debug_barrier()`: every thread of the program waits here.
     Barrier,
+    /// `tl.assume(cond)`: the kernel promises that the I1 scalar `cond` is true here (Triton:
+    /// undefined behaviour when it is not). Backends may rely on it; the interpreter checks it.
+    Assume { cond: VarId },
     /// `return` (from anywhere: the program ends).
     Return,
 }

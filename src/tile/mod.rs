@@ -11,6 +11,7 @@
 //! interpreter's argument types.
 
 pub mod ast;
+mod blocks;
 pub mod check;
 pub mod cuda;
 pub mod interp;
@@ -33,7 +34,13 @@ pub enum ArgKind {
     /// `divisibility`: the largest power of two, up to 16, that divides it. Triton specialises
     /// on 16 alone; kwb also keeps 8 (and 4, 2), so that fp16 rows of a multiple of 8 elements
     /// (K = 1000) still move in 16-byte vectors.
-    Int { fits_i32: bool, divisibility: u64 },
+    /// `non_negative`: the value is at least 0 (sizes, as a workspace passes them); kwb uses it
+    /// to prove a pointer tile a tensor's block (`blocks/`).
+    Int {
+        fits_i32: bool,
+        divisibility: u64,
+        non_negative: bool,
+    },
     /// A float: `float` in the generated code, as Triton passes Python floats.
     Float,
 }
@@ -155,6 +162,11 @@ pub fn compile_for(
             arch_specific: false,
             tensor_maps: Vec::new(),
         };
+    }
+    let mut kernels = kernels;
+    if target.wgmma() {
+        // Pointer loads that are a tensor's blocks may be copied with TMA there.
+        kernels.iter_mut().for_each(blocks::annotate);
     }
     let written = cuda::write_kernels_for(&kernels, target);
     Compiled {

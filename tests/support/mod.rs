@@ -138,6 +138,7 @@ pub fn matmul_request(divisibility: [u64; 3]) -> kwb::tile::KernelRequest {
     let int = |d: u64| ArgKind::Int {
         fits_i32: true,
         divisibility: d,
+        non_negative: true,
     };
     kwb::tile::KernelRequest {
         name: "matmul_kernel".into(),

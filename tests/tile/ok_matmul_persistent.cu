@@ -8,20 +8,22 @@ static __device__ __forceinline__ void kwb_st128(void* p, uint4 v, bool m) {
                  :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)m) : "memory");
 }
 static __device__ __forceinline__ unsigned kwb_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void kwb_cp16(unsigned dst, const void* src, bool pred) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(pred ? 16 : 0));
+struct __align__(64) kwb_tensor_map { unsigned long long v[16]; };  // a CUtensorMap
+static __device__ __forceinline__ void kwb_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
 }
-static __device__ __forceinline__ void kwb_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void kwb_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+static __device__ __forceinline__ void kwb_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void kwb_mbar_expect(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void kwb_mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n .reg .pred p;\n KWB_WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra KWB_WAIT;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+static __device__ __forceinline__ void kwb_tma2d(unsigned dst, const kwb_tensor_map* map, int c0, int c1, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
 static __device__ __forceinline__ int kwb_warpgroup() { return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0); }
-template <int ROWS, int W> static __device__ __forceinline__ unsigned kwb_wgswz(int row, int col_byte) {
-    const unsigned o = (unsigned)((col_byte / W) * (ROWS * W) + row * W + col_byte % W);
-    return o ^ (((o >> 7) & (W / 16 - 1)) << 4);
-}
-template <int MT> static __device__ __forceinline__ int kwb_wgrow(int r) {
-    const int w = r / (16 * MT);
-    return ((w / 4) * MT + (r / 16) % MT) * 64 + (w % 4) * 16 + r % 16;
-}
 static __device__ __forceinline__ unsigned long long kwb_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo, unsigned mode) {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16)
         | ((unsigned long long)(sbo >> 4) << 32) | ((unsigned long long)mode << 62);
@@ -38,7 +40,7 @@ static __device__ __forceinline__ void kwb_wgmma_n256_f16(float* d, unsigned lon
 }
 
 // kernel `matmul_kernel` from kernels/matmul/v4.tile:15, specialised for num_warps = 8 (256 threads); divisible by 16: a_ptr, b_ptr, c_ptr, M, N, K
-extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0, __half* b_ptr_1, __half* c_ptr_2, int M_3, int N_4, int K_5, int kwb_programs)
+extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0, __half* b_ptr_1, __half* c_ptr_2, int M_3, int N_4, int K_5, int kwb_programs, const __grid_constant__ kwb_tensor_map kwb_tmap0, const __grid_constant__ kwb_tensor_map kwb_tmap1)
 {
     const int kwb_tid = threadIdx.x;
     const int kwb_wg = kwb_warpgroup();
@@ -72,91 +74,124 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     int t30;
     int pid_n_31;
     int t32;
-    int t33;
-    int t34[1];
-    int t36[1];
-    int offs_am_38[1];
-    int t39;
-    int t40;
-    int t41[1];
-    int t43[1];
-    int offs_bn_45[1];
-    int offs_k_46[1];
+    bool t33;
+    int t34;
+    bool t35;
+    int t36;
+    int t37;
+    int t38[1];
+    int t40[1];
+    int offs_am_42[1];
+    int t43;
+    int t44;
+    int t45[1];
     int t47[1];
-    int t49[1];
-    __half* t51[1];
-    int t52[1];
-    int t53[32];
-    __half* t54[32];
-    __half* a_ptrs_55[32];
+    int offs_bn_49[1];
+    int offs_k_50[1];
+    int t51[1];
+    int t53[1];
+    __half* t55[1];
     int t56[1];
-    int t58[1];
-    __half* t60[1];
-    int t61[1];
-    int t62[64];
-    __half* t63[64];
-    __half* b_ptrs_64[64];
-    float t65;
-    int t67;
-    int t68;
-    int t69;
-    int t70;
+    int t57[32];
+    __half* t58[32];
+    __half* a_ptrs_59[32];
+    int t60[1];
+    int t62[1];
+    __half* t64[1];
+    int t65[1];
+    int t66[64];
+    __half* t67[64];
+    __half* b_ptrs_68[64];
+    float t69;
     int t71;
     int t72;
     int t73;
     int t74;
-    __half* a_ptrs_75[32];
-    float acc_76[128];
-    __half* b_ptrs_77[64];
-    int k_78;
-    int t79[1];
-    int t80;
-    int t81;
-    int t82;
-    bool t84[1];
-    bool t85[32];
-    __half t86;
-    int t88[1];
-    int t89;
-    int t90;
-    int t91;
-    bool t93[1];
-    bool t94[64];
-    __half t95;
-    float acc_97[128];
-    int t98;
-    int t101;
+    int t75;
+    int t76;
+    int t77;
+    int t78;
+    __half* a_ptrs_79[32];
+    float acc_80[128];
+    __half* b_ptrs_81[64];
+    int k_82;
+    int t83[1];
+    int t84;
+    int t85;
+    int t86;
+    bool t88[1];
+    bool t89[32];
+    __half t90;
+    int t92[1];
+    int t93;
+    int t94;
+    int t95;
+    bool t97[1];
+    bool t98[64];
+    __half t99;
+    float acc_101[128];
     int t102;
-    __half c_105[128];
+    int t105;
     int t106;
-    int t107;
-    int t108[1];
-    int offs_cm_110[1];
+    __half c_109[128];
+    int t110;
     int t111;
-    int t112;
-    int t113[1];
-    int offs_cn_115[1];
-    int t116[1];
-    int t118[1];
-    __half* t120[1];
-    int t121[1];
-    int t122[128];
-    __half* t123[128];
-    __half* c_ptrs_124[128];
+    int t112[1];
+    int offs_cm_114[1];
+    int t115;
+    int t116;
+    int t117[1];
+    int offs_cn_119[1];
+    int t120[1];
+    int t122[1];
+    __half* t124[1];
     int t125[1];
-    bool t127[1];
-    int t128[1];
-    bool t130[1];
-    bool t131[128];
-    bool t132[128];
-    bool c_mask_133[128];
+    int t126[128];
+    __half* t127[128];
+    __half* c_ptrs_128[128];
+    int t129[1];
+    bool t131[1];
+    int t132[1];
+    bool t134[1];
+    bool t135[128];
+    bool t136[128];
+    bool c_mask_137[128];
+    int t138;
+    int t139;
+    int t140;
+    int t141;
+    int t142;
+    int t143;
+    int t144;
+    int t145;
+    int t146;
+    int t147;
+    int t148;
+    int t149;
+    int t150;
+    int t151;
+    int t152;
+    int t153;
+    int t154;
+    int t155;
+    int t156;
+    int t157;
+    int t158;
     int kwb_end;
     int kwb_step;
-    int kwb_rd0;
-    int kwb_wr0;
-    long long kwb_po_a_ptrs_75;
-    long long kwb_po_b_ptrs_77;
+    __shared__ __align__(8) unsigned long long kwb_bar0[3];  // per stage: its copies' bytes
+    int kwb_rd0 = 0;
+    int kwb_wr0 = 0;
+    unsigned kwb_ph0 = 0;  // the phase of stage kwb_rd0's mbarrier
+    kwb_fence_proxy_async();
+    if (kwb_tid == 0) { for (int s = 0; s < 3; ++s) kwb_mbar_init(kwb_smem(&kwb_bar0[s]), 1); kwb_mbar_init_fence(); }
+    long long kwb_po_a_ptrs_79;
+    long long kwb_po_b_ptrs_81;
     int kwb_pid = (int)blockIdx.x;
+#line 15 "kernels/matmul/v4.tile"
+    t146 = 1;
+#line 15 "kernels/matmul/v4.tile"
+    t158 = 1;
 #line 19 "kernels/matmul/v4.tile"
     pid_6 = kwb_pid;
 #line 20 "kernels/matmul/v4.tile"
@@ -209,339 +244,406 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     t30 = (int)(pid_6 % per_group_20);
 #line 26 "kernels/matmul/v4.tile"
     pid_n_31 = (int)(t30 / group_m_26);
+#line 29 "kernels/matmul/v4.tile"
+    t32 = 0;
+#line 29 "kernels/matmul/v4.tile"
+    t33 = (pid_m_29 >= t32);
+#line 29 "kernels/matmul/v4.tile"
+    __builtin_assume(t33);
 #line 30 "kernels/matmul/v4.tile"
-    t32 = 128;
+    t34 = 0;
 #line 30 "kernels/matmul/v4.tile"
-    t33 = (int)(pid_m_29 * t32);
+    t35 = (pid_n_31 >= t34);
 #line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t34[e] = (kwb_tid) % 128;
-#line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t36[e] = (int)(t33 + t34[e]);
-#line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_am_38[e] = (int)(t36[e] % M_3);
-#line 31 "kernels/matmul/v4.tile"
-    t39 = 256;
-#line 31 "kernels/matmul/v4.tile"
-    t40 = (int)(pid_n_31 * t39);
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t41[e] = kwb_tid;
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t43[e] = (int)(t40 + t41[e]);
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_bn_45[e] = (int)(t43[e] % N_4);
-#line 32 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_k_46[e] = (kwb_tid) % 64;
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t47[e] = offs_am_38[e];
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t49[e] = (int)(t47[e] * K_5);
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t51[e] = a_ptr_0 + t49[e];
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t52[e] = offs_k_46[e];
-#line 33 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t53[e] = (((g % 64)));
-    }
-#line 33 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t54[e] = (a_ptr_0 + (int)((int)((int)(t33 + (((g / 64)))) % M_3) * K_5));
-    }
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) a_ptrs_55[e] = t54[e] + t53[e];
+    __builtin_assume(t35);
+#line 34 "kernels/matmul/v4.tile"
+    t36 = 128;
+#line 34 "kernels/matmul/v4.tile"
+    t37 = (int)(pid_m_29 * t36);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t56[e] = offs_k_46[e];
+    for (int e = 0; e < 1; ++e) t38[e] = (kwb_tid) % 128;
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t58[e] = (int)(t56[e] * N_4);
+    for (int e = 0; e < 1; ++e) t40[e] = (int)(t37 + t38[e]);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t60[e] = b_ptr_1 + t58[e];
-#line 34 "kernels/matmul/v4.tile"
+    for (int e = 0; e < 1; ++e) offs_am_42[e] = (int)(t40[e] % M_3);
+#line 35 "kernels/matmul/v4.tile"
+    t43 = 256;
+#line 35 "kernels/matmul/v4.tile"
+    t44 = (int)(pid_n_31 * t43);
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t61[e] = offs_bn_45[e];
-#line 34 "kernels/matmul/v4.tile"
-    // recomputed in this layout
+    for (int e = 0; e < 1; ++e) t45[e] = kwb_tid;
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t62[e] = (int)((int)(t40 + (((g % 256)))) % N_4);
-    }
-#line 34 "kernels/matmul/v4.tile"
-    // recomputed in this layout
+    for (int e = 0; e < 1; ++e) t47[e] = (int)(t44 + t45[e]);
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t63[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
-    }
-#line 34 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) b_ptrs_64[e] = t63[e] + t62[e];
+    for (int e = 0; e < 1; ++e) offs_bn_49[e] = (int)(t47[e] % N_4);
 #line 36 "kernels/matmul/v4.tile"
-    t65 = 0.0f;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) offs_k_50[e] = (kwb_tid) % 64;
 #line 37 "kernels/matmul/v4.tile"
-    t67 = 64;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t51[e] = offs_am_42[e];
 #line 37 "kernels/matmul/v4.tile"
-    t68 = (int)(K_5 + t67);
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t53[e] = (int)(t51[e] * K_5);
 #line 37 "kernels/matmul/v4.tile"
-    t69 = 1;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t55[e] = a_ptr_0 + t53[e];
 #line 37 "kernels/matmul/v4.tile"
-    t70 = (int)(t68 - t69);
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t56[e] = offs_k_50[e];
 #line 37 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t57[e] = (((g % 64)));
+    }
+#line 37 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t58[e] = (a_ptr_0 + (int)((int)((int)(t37 + (((g / 64)))) % M_3) * K_5));
+    }
+#line 37 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) a_ptrs_59[e] = t58[e] + t57[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t60[e] = offs_k_50[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t62[e] = (int)(t60[e] * N_4);
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t64[e] = b_ptr_1 + t62[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t65[e] = offs_bn_49[e];
+#line 38 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t66[e] = (int)((int)(t44 + (((g % 256)))) % N_4);
+    }
+#line 38 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t67[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
+    }
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) b_ptrs_68[e] = t67[e] + t66[e];
+#line 40 "kernels/matmul/v4.tile"
+    t69 = 0.0f;
+#line 41 "kernels/matmul/v4.tile"
     t71 = 64;
-#line 37 "kernels/matmul/v4.tile"
-    t72 = (int)(t70 / t71);
-#line 37 "kernels/matmul/v4.tile"
-    t73 = 0;
-#line 37 "kernels/matmul/v4.tile"
-    t74 = 1;
-#line 37 "kernels/matmul/v4.tile"
+#line 41 "kernels/matmul/v4.tile"
+    t72 = (int)(K_5 + t71);
+#line 41 "kernels/matmul/v4.tile"
+    t73 = 1;
+#line 41 "kernels/matmul/v4.tile"
+    t74 = (int)(t72 - t73);
+#line 41 "kernels/matmul/v4.tile"
+    t75 = 64;
+#line 41 "kernels/matmul/v4.tile"
+    t76 = (int)(t74 / t75);
+#line 41 "kernels/matmul/v4.tile"
+    t77 = 0;
+#line 41 "kernels/matmul/v4.tile"
+    t78 = 1;
+#line 41 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) a_ptrs_75[e] = a_ptrs_55[e];
-#line 37 "kernels/matmul/v4.tile"
+    for (int e = 0; e < 32; ++e) a_ptrs_79[e] = a_ptrs_59[e];
+#line 41 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 128; ++e) acc_76[e] = t65;
-#line 37 "kernels/matmul/v4.tile"
+    for (int e = 0; e < 128; ++e) acc_80[e] = t69;
+#line 41 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) b_ptrs_77[e] = b_ptrs_64[e];
-        kwb_end = t72;
-        kwb_step = t74;
-        kwb_rd0 = 0;
-        kwb_wr0 = 0;
-        kwb_po_a_ptrs_75 = 0;  // `a_ptrs_75` advances by this many elements (stride.rs)
-        kwb_po_b_ptrs_77 = 0;  // `b_ptrs_77` advances by this many elements (stride.rs)
+    for (int e = 0; e < 64; ++e) b_ptrs_81[e] = b_ptrs_68[e];
+        kwb_end = t76;
+        kwb_step = t78;
+        kwb_po_a_ptrs_79 = 0;  // `a_ptrs_79` advances by this many elements (stride.rs)
+        kwb_po_b_ptrs_81 = 0;  // `b_ptrs_81` advances by this many elements (stride.rs)
         __syncthreads();  // an earlier run of this loop may still read the rings
+        kwb_wr0 = kwb_rd0;
         #pragma unroll
         for (int kwb_s = 0; kwb_s < 2; ++kwb_s) {
             {
-                const int kwb_it = (int)(t73 + kwb_s * kwb_step);
-                const int k_78 = kwb_it;
-                if (k_78 < kwb_end) {
-#line 38 "kernels/matmul/v4.tile"
+                const int kwb_it = (int)(t77 + kwb_s * kwb_step);
+                const int k_82 = kwb_it;
+                if (k_82 < kwb_end) {
+                    if (kwb_tid == 0) kwb_mbar_expect(kwb_smem(&kwb_bar0[kwb_wr0]), 49152);
+#line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t79[e] = offs_k_46[e];
-#line 38 "kernels/matmul/v4.tile"
-                    t80 = 64;
-#line 38 "kernels/matmul/v4.tile"
-                    t81 = (int)(k_78 * t80);
-#line 38 "kernels/matmul/v4.tile"
-                    t82 = (int)(K_5 - t81);
-#line 38 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t83[e] = offs_k_50[e];
+#line 42 "kernels/matmul/v4.tile"
+                    t84 = 64;
+#line 42 "kernels/matmul/v4.tile"
+                    t85 = (int)(k_82 * t84);
+#line 42 "kernels/matmul/v4.tile"
+                    t86 = (int)(K_5 - t85);
+#line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t84[e] = (t79[e] < t82);
-#line 38 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t88[e] = (t83[e] < t86);
+#line 42 "kernels/matmul/v4.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t85[e] = ((((g % 64))) < t82);
+                        t89[e] = ((((g % 64))) < t86);
                     }
-#line 38 "kernels/matmul/v4.tile"
-                    t86 = __float2half_rn(0.0f);
-#line 38 "kernels/matmul/v4.tile"
-                    {
+#line 42 "kernels/matmul/v4.tile"
+                    t90 = __float2half_rn(0.0f);
+#line 42 "kernels/matmul/v4.tile"
+                    t147 = 0;
+#line 42 "kernels/matmul/v4.tile"
+                    t148 = 1024;
+#line 42 "kernels/matmul/v4.tile"
+                    t149 = (int)(t21 * t148);
+#line 42 "kernels/matmul/v4.tile"
+                    t150 = (int)(t147 + t149);
+#line 42 "kernels/matmul/v4.tile"
+                    t151 = 128;
+#line 42 "kernels/matmul/v4.tile"
+                    t152 = (int)(t28 * t151);
+#line 42 "kernels/matmul/v4.tile"
+                    t153 = (int)(t150 + t152);
+#line 42 "kernels/matmul/v4.tile"
+                    t154 = 0;
+#line 42 "kernels/matmul/v4.tile"
+                    t155 = 64;
+#line 42 "kernels/matmul/v4.tile"
+                    t156 = (int)(k_82 * t155);
+#line 42 "kernels/matmul/v4.tile"
+                    t157 = (int)(t154 + t156);
+#line 42 "kernels/matmul/v4.tile"
+                    if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
-                        const int kwb_f = ((0 / 8) * 256 + kwb_tid) * 8 + 0 % 8;
-                        const unsigned kwb_a = kwb_smem(kwb_buf + kwb_wgswz<128, 128>(kwb_wgrow<1>(kwb_f / 64), (kwb_f % 64) * 2));
-                        kwb_cp16(kwb_a + 0u, (a_ptrs_75[0] + kwb_po_a_ptrs_75), t85[0]);
-                        kwb_cp16(kwb_a + 4096u, (a_ptrs_75[8] + kwb_po_a_ptrs_75), t85[8]);
-                        kwb_cp16(kwb_a + 8192u, (a_ptrs_75[16] + kwb_po_a_ptrs_75), t85[16]);
-                        kwb_cp16(kwb_a + 12288u, (a_ptrs_75[24] + kwb_po_a_ptrs_75), t85[24]);
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap0, (int)(t157 + 0), (int)(t153), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
-#line 39 "kernels/matmul/v4.tile"
+#line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = offs_k_46[e];
-#line 39 "kernels/matmul/v4.tile"
-                    t89 = 64;
-#line 39 "kernels/matmul/v4.tile"
-                    t90 = (int)(k_78 * t89);
-#line 39 "kernels/matmul/v4.tile"
-                    t91 = (int)(K_5 - t90);
-#line 39 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t92[e] = offs_k_50[e];
+#line 43 "kernels/matmul/v4.tile"
+                    t93 = 64;
+#line 43 "kernels/matmul/v4.tile"
+                    t94 = (int)(k_82 * t93);
+#line 43 "kernels/matmul/v4.tile"
+                    t95 = (int)(K_5 - t94);
+#line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t93[e] = (t88[e] < t91);
-#line 39 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t97[e] = (t92[e] < t95);
+#line 43 "kernels/matmul/v4.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t94[e] = ((((g / 256))) < t91);
+                        t98[e] = ((((g / 256))) < t95);
                     }
-#line 39 "kernels/matmul/v4.tile"
-                    t95 = __float2half_rn(0.0f);
-#line 39 "kernels/matmul/v4.tile"
-                    {
+#line 43 "kernels/matmul/v4.tile"
+                    t99 = __float2half_rn(0.0f);
+#line 43 "kernels/matmul/v4.tile"
+                    t138 = 0;
+#line 43 "kernels/matmul/v4.tile"
+                    t139 = 64;
+#line 43 "kernels/matmul/v4.tile"
+                    t140 = (int)(k_82 * t139);
+#line 43 "kernels/matmul/v4.tile"
+                    t141 = (int)(t138 + t140);
+#line 43 "kernels/matmul/v4.tile"
+                    t142 = 0;
+#line 43 "kernels/matmul/v4.tile"
+                    t143 = 256;
+#line 43 "kernels/matmul/v4.tile"
+                    t144 = (int)(pid_n_31 * t143);
+#line 43 "kernels/matmul/v4.tile"
+                    t145 = (int)(t142 + t144);
+#line 43 "kernels/matmul/v4.tile"
+                    if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
-                        const int kwb_f = ((0 / 8) * 256 + kwb_tid) * 8 + 0 % 8;
-                        const unsigned kwb_a = kwb_smem(kwb_buf + kwb_wgswz<64, 128>(kwb_f / 256, (kwb_f % 256) * 2));
-                        kwb_cp16(kwb_a + 0u, (b_ptrs_77[0] + kwb_po_b_ptrs_77), t94[0]);
-                        kwb_cp16(kwb_a + 1024u, (b_ptrs_77[8] + kwb_po_b_ptrs_77), t94[8]);
-                        kwb_cp16(kwb_a + 2048u, (b_ptrs_77[16] + kwb_po_b_ptrs_77), t94[16]);
-                        kwb_cp16(kwb_a + 3072u, (b_ptrs_77[24] + kwb_po_b_ptrs_77), t94[24]);
-                        kwb_cp16(kwb_a + 4096u, (b_ptrs_77[32] + kwb_po_b_ptrs_77), t94[32]);
-                        kwb_cp16(kwb_a + 5120u, (b_ptrs_77[40] + kwb_po_b_ptrs_77), t94[40]);
-                        kwb_cp16(kwb_a + 6144u, (b_ptrs_77[48] + kwb_po_b_ptrs_77), t94[48]);
-                        kwb_cp16(kwb_a + 7168u, (b_ptrs_77[56] + kwb_po_b_ptrs_77), t94[56]);
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t145 + 0), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t145 + 64), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t145 + 128), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t145 + 192), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
-#line 41 "kernels/matmul/v4.tile"
-                    t98 = 64;
-#line 42 "kernels/matmul/v4.tile"
-                    t101 = 64;
-#line 42 "kernels/matmul/v4.tile"
-                    t102 = (int)(t101 * N_4);
-                    kwb_po_a_ptrs_75 += (long long)t98;
-                    kwb_po_b_ptrs_77 += (long long)t102;
+#line 45 "kernels/matmul/v4.tile"
+                    t102 = 64;
+#line 46 "kernels/matmul/v4.tile"
+                    t105 = 64;
+#line 46 "kernels/matmul/v4.tile"
+                    t106 = (int)(t105 * N_4);
+                    kwb_po_a_ptrs_79 += (long long)t102;
+                    kwb_po_b_ptrs_81 += (long long)t106;
                 }
             }
-            kwb_cp_commit();
-            kwb_wr0 += 1;
+            kwb_wr0 = kwb_wr0 == 2 ? 0 : kwb_wr0 + 1;
         }
     for (;;) {  // this CTA's programs: kwb_pid, kwb_pid + gridDim.x, ...
-        for (k_78 = t73; k_78 < kwb_end; k_78 = (int)(k_78 + kwb_step)) {
-            kwb_cp_wait<1>();
-            kwb_fence_proxy_async();
-            __syncthreads();
-#line 40 "kernels/matmul/v4.tile"
+        for (k_82 = t77; k_82 < kwb_end; k_82 = (int)(k_82 + kwb_step)) {
+            kwb_mbar_wait(kwb_smem(&kwb_bar0[kwb_rd0]), kwb_ph0);
+#line 44 "kernels/matmul/v4.tile"
             // tl.dot [128, 64] @ [64, 256] -> float32: wgmma m64n256k16 from the rings; 2 warpgroup(s), each 64 x 256
             {
                 #pragma unroll
-                for (int e = 0; e < 128; ++e) acc_97[e] = acc_76[e];
+                for (int e = 0; e < 128; ++e) acc_101[e] = acc_80[e];
                 const unsigned kwb_sa = (kwb_smem(kwb_ring) + 0 + kwb_rd0 * 16384) + kwb_wg * 8192;
                 const unsigned kwb_sb = (kwb_smem(kwb_ring) + 49152 + kwb_rd0 * 32768);
                 #pragma unroll
-                for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_97[e]);
+                for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_101[e]);
                 kwb_wgmma_fence();
                 const unsigned long long kwb_da = kwb_wgmma_desc(kwb_sa, 16, 1024, 1);
                 const unsigned long long kwb_db = kwb_wgmma_desc(kwb_sb, 8192, 1024, 1);
                 #pragma unroll
                 for (int kk = 0; kk < 64; kk += 16) {
                     #pragma unroll
-                    for (int i = 0; i < 1; ++i) kwb_wgmma_n256_f16(&acc_97[i * 128], kwb_da + (((kk * 2) / 128) * 16384 + i * 8192 + (kk * 2) % 128) / 16, kwb_db + kk * 128 / 16);
+                    for (int i = 0; i < 1; ++i) kwb_wgmma_n256_f16(&acc_101[i * 128], kwb_da + (((kk * 2) / 128) * 16384 + i * 8192 + (kk * 2) % 128) / 16, kwb_db + kk * 128 / 16);
                 }
                 kwb_wgmma_commit();
             }
             kwb_wgmma_wait<1>();  // the previous stage's wgmmas are done
             __syncthreads();  // in every warpgroup: their buffers are free
             {
-                const int kwb_it = (int)(k_78 + 2 * kwb_step);
-                const int k_78 = kwb_it;
-                if (k_78 < kwb_end) {
-#line 38 "kernels/matmul/v4.tile"
+                const int kwb_it = (int)(k_82 + 2 * kwb_step);
+                const int k_82 = kwb_it;
+                if (k_82 < kwb_end) {
+                    if (kwb_tid == 0) kwb_mbar_expect(kwb_smem(&kwb_bar0[kwb_wr0]), 49152);
+#line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t79[e] = offs_k_46[e];
-#line 38 "kernels/matmul/v4.tile"
-                    t80 = 64;
-#line 38 "kernels/matmul/v4.tile"
-                    t81 = (int)(k_78 * t80);
-#line 38 "kernels/matmul/v4.tile"
-                    t82 = (int)(K_5 - t81);
-#line 38 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t83[e] = offs_k_50[e];
+#line 42 "kernels/matmul/v4.tile"
+                    t84 = 64;
+#line 42 "kernels/matmul/v4.tile"
+                    t85 = (int)(k_82 * t84);
+#line 42 "kernels/matmul/v4.tile"
+                    t86 = (int)(K_5 - t85);
+#line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t84[e] = (t79[e] < t82);
-#line 38 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t88[e] = (t83[e] < t86);
+#line 42 "kernels/matmul/v4.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t85[e] = ((((g % 64))) < t82);
+                        t89[e] = ((((g % 64))) < t86);
                     }
-#line 38 "kernels/matmul/v4.tile"
-                    t86 = __float2half_rn(0.0f);
-#line 38 "kernels/matmul/v4.tile"
-                    {
+#line 42 "kernels/matmul/v4.tile"
+                    t90 = __float2half_rn(0.0f);
+#line 42 "kernels/matmul/v4.tile"
+                    t147 = 0;
+#line 42 "kernels/matmul/v4.tile"
+                    t148 = 1024;
+#line 42 "kernels/matmul/v4.tile"
+                    t149 = (int)(t21 * t148);
+#line 42 "kernels/matmul/v4.tile"
+                    t150 = (int)(t147 + t149);
+#line 42 "kernels/matmul/v4.tile"
+                    t151 = 128;
+#line 42 "kernels/matmul/v4.tile"
+                    t152 = (int)(t28 * t151);
+#line 42 "kernels/matmul/v4.tile"
+                    t153 = (int)(t150 + t152);
+#line 42 "kernels/matmul/v4.tile"
+                    t154 = 0;
+#line 42 "kernels/matmul/v4.tile"
+                    t155 = 64;
+#line 42 "kernels/matmul/v4.tile"
+                    t156 = (int)(k_82 * t155);
+#line 42 "kernels/matmul/v4.tile"
+                    t157 = (int)(t154 + t156);
+#line 42 "kernels/matmul/v4.tile"
+                    if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
-                        const int kwb_f = ((0 / 8) * 256 + kwb_tid) * 8 + 0 % 8;
-                        const unsigned kwb_a = kwb_smem(kwb_buf + kwb_wgswz<128, 128>(kwb_wgrow<1>(kwb_f / 64), (kwb_f % 64) * 2));
-                        kwb_cp16(kwb_a + 0u, (a_ptrs_75[0] + kwb_po_a_ptrs_75), t85[0]);
-                        kwb_cp16(kwb_a + 4096u, (a_ptrs_75[8] + kwb_po_a_ptrs_75), t85[8]);
-                        kwb_cp16(kwb_a + 8192u, (a_ptrs_75[16] + kwb_po_a_ptrs_75), t85[16]);
-                        kwb_cp16(kwb_a + 12288u, (a_ptrs_75[24] + kwb_po_a_ptrs_75), t85[24]);
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap0, (int)(t157 + 0), (int)(t153), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
-#line 39 "kernels/matmul/v4.tile"
+#line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = offs_k_46[e];
-#line 39 "kernels/matmul/v4.tile"
-                    t89 = 64;
-#line 39 "kernels/matmul/v4.tile"
-                    t90 = (int)(k_78 * t89);
-#line 39 "kernels/matmul/v4.tile"
-                    t91 = (int)(K_5 - t90);
-#line 39 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t92[e] = offs_k_50[e];
+#line 43 "kernels/matmul/v4.tile"
+                    t93 = 64;
+#line 43 "kernels/matmul/v4.tile"
+                    t94 = (int)(k_82 * t93);
+#line 43 "kernels/matmul/v4.tile"
+                    t95 = (int)(K_5 - t94);
+#line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t93[e] = (t88[e] < t91);
-#line 39 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t97[e] = (t92[e] < t95);
+#line 43 "kernels/matmul/v4.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t94[e] = ((((g / 256))) < t91);
+                        t98[e] = ((((g / 256))) < t95);
                     }
-#line 39 "kernels/matmul/v4.tile"
-                    t95 = __float2half_rn(0.0f);
-#line 39 "kernels/matmul/v4.tile"
-                    {
+#line 43 "kernels/matmul/v4.tile"
+                    t99 = __float2half_rn(0.0f);
+#line 43 "kernels/matmul/v4.tile"
+                    t138 = 0;
+#line 43 "kernels/matmul/v4.tile"
+                    t139 = 64;
+#line 43 "kernels/matmul/v4.tile"
+                    t140 = (int)(k_82 * t139);
+#line 43 "kernels/matmul/v4.tile"
+                    t141 = (int)(t138 + t140);
+#line 43 "kernels/matmul/v4.tile"
+                    t142 = 0;
+#line 43 "kernels/matmul/v4.tile"
+                    t143 = 256;
+#line 43 "kernels/matmul/v4.tile"
+                    t144 = (int)(pid_n_31 * t143);
+#line 43 "kernels/matmul/v4.tile"
+                    t145 = (int)(t142 + t144);
+#line 43 "kernels/matmul/v4.tile"
+                    if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
-                        const int kwb_f = ((0 / 8) * 256 + kwb_tid) * 8 + 0 % 8;
-                        const unsigned kwb_a = kwb_smem(kwb_buf + kwb_wgswz<64, 128>(kwb_f / 256, (kwb_f % 256) * 2));
-                        kwb_cp16(kwb_a + 0u, (b_ptrs_77[0] + kwb_po_b_ptrs_77), t94[0]);
-                        kwb_cp16(kwb_a + 1024u, (b_ptrs_77[8] + kwb_po_b_ptrs_77), t94[8]);
-                        kwb_cp16(kwb_a + 2048u, (b_ptrs_77[16] + kwb_po_b_ptrs_77), t94[16]);
-                        kwb_cp16(kwb_a + 3072u, (b_ptrs_77[24] + kwb_po_b_ptrs_77), t94[24]);
-                        kwb_cp16(kwb_a + 4096u, (b_ptrs_77[32] + kwb_po_b_ptrs_77), t94[32]);
-                        kwb_cp16(kwb_a + 5120u, (b_ptrs_77[40] + kwb_po_b_ptrs_77), t94[40]);
-                        kwb_cp16(kwb_a + 6144u, (b_ptrs_77[48] + kwb_po_b_ptrs_77), t94[48]);
-                        kwb_cp16(kwb_a + 7168u, (b_ptrs_77[56] + kwb_po_b_ptrs_77), t94[56]);
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t145 + 0), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t145 + 64), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t145 + 128), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t145 + 192), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
-#line 41 "kernels/matmul/v4.tile"
-                    t98 = 64;
-#line 42 "kernels/matmul/v4.tile"
-                    t101 = 64;
-#line 42 "kernels/matmul/v4.tile"
-                    t102 = (int)(t101 * N_4);
-                    kwb_po_a_ptrs_75 += (long long)t98;
-                    kwb_po_b_ptrs_77 += (long long)t102;
+#line 45 "kernels/matmul/v4.tile"
+                    t102 = 64;
+#line 46 "kernels/matmul/v4.tile"
+                    t105 = 64;
+#line 46 "kernels/matmul/v4.tile"
+                    t106 = (int)(t105 * N_4);
+                    kwb_po_a_ptrs_79 += (long long)t102;
+                    kwb_po_b_ptrs_81 += (long long)t106;
                 }
             }
-            kwb_cp_commit();
             kwb_wr0 = kwb_wr0 == 2 ? 0 : kwb_wr0 + 1;
-#line 42 "kernels/matmul/v4.tile"
+#line 46 "kernels/matmul/v4.tile"
             #pragma unroll
-            for (int e = 0; e < 128; ++e) acc_76[e] = acc_97[e];
+            for (int e = 0; e < 128; ++e) acc_80[e] = acc_101[e];
             kwb_rd0 = kwb_rd0 == 2 ? 0 : kwb_rd0 + 1;
+            if (kwb_rd0 == 0) kwb_ph0 ^= 1;
         }
         #pragma unroll
-        for (int e = 0; e < 32; ++e) a_ptrs_75[e] = a_ptrs_75[e] + kwb_po_a_ptrs_75;
+        for (int e = 0; e < 32; ++e) a_ptrs_79[e] = a_ptrs_79[e] + kwb_po_a_ptrs_79;
         #pragma unroll
-        for (int e = 0; e < 64; ++e) b_ptrs_77[e] = b_ptrs_77[e] + kwb_po_b_ptrs_77;
-        kwb_cp_wait<0>();
+        for (int e = 0; e < 64; ++e) b_ptrs_81[e] = b_ptrs_81[e] + kwb_po_b_ptrs_81;
         kwb_wgmma_wait<0>();
         #pragma unroll
-        for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_97[e]);
+        for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_101[e]);
         #pragma unroll
-        for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_76[e]);
+        for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_80[e]);
         const int kwb_cur = kwb_pid;
         kwb_pid += (int)gridDim.x;
         __syncthreads();  // every warp is done with the rings
         if (kwb_pid < kwb_programs) {  // the next program's first copies, before this one's epilogue
+#line 15 "kernels/matmul/v4.tile"
+    t146 = 1;
+#line 15 "kernels/matmul/v4.tile"
+    t158 = 1;
 #line 19 "kernels/matmul/v4.tile"
     pid_6 = kwb_pid;
 #line 20 "kernels/matmul/v4.tile"
@@ -594,208 +696,246 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     t30 = (int)(pid_6 % per_group_20);
 #line 26 "kernels/matmul/v4.tile"
     pid_n_31 = (int)(t30 / group_m_26);
+#line 29 "kernels/matmul/v4.tile"
+    t32 = 0;
+#line 29 "kernels/matmul/v4.tile"
+    t33 = (pid_m_29 >= t32);
+#line 29 "kernels/matmul/v4.tile"
+    __builtin_assume(t33);
 #line 30 "kernels/matmul/v4.tile"
-    t32 = 128;
+    t34 = 0;
 #line 30 "kernels/matmul/v4.tile"
-    t33 = (int)(pid_m_29 * t32);
+    t35 = (pid_n_31 >= t34);
 #line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t34[e] = (kwb_tid) % 128;
-#line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t36[e] = (int)(t33 + t34[e]);
-#line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_am_38[e] = (int)(t36[e] % M_3);
-#line 31 "kernels/matmul/v4.tile"
-    t39 = 256;
-#line 31 "kernels/matmul/v4.tile"
-    t40 = (int)(pid_n_31 * t39);
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t41[e] = kwb_tid;
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t43[e] = (int)(t40 + t41[e]);
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_bn_45[e] = (int)(t43[e] % N_4);
-#line 32 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_k_46[e] = (kwb_tid) % 64;
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t47[e] = offs_am_38[e];
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t49[e] = (int)(t47[e] * K_5);
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t51[e] = a_ptr_0 + t49[e];
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t52[e] = offs_k_46[e];
-#line 33 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t53[e] = (((g % 64)));
-    }
-#line 33 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t54[e] = (a_ptr_0 + (int)((int)((int)(t33 + (((g / 64)))) % M_3) * K_5));
-    }
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) a_ptrs_55[e] = t54[e] + t53[e];
+    __builtin_assume(t35);
+#line 34 "kernels/matmul/v4.tile"
+    t36 = 128;
+#line 34 "kernels/matmul/v4.tile"
+    t37 = (int)(pid_m_29 * t36);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t56[e] = offs_k_46[e];
+    for (int e = 0; e < 1; ++e) t38[e] = (kwb_tid) % 128;
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t58[e] = (int)(t56[e] * N_4);
+    for (int e = 0; e < 1; ++e) t40[e] = (int)(t37 + t38[e]);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t60[e] = b_ptr_1 + t58[e];
-#line 34 "kernels/matmul/v4.tile"
+    for (int e = 0; e < 1; ++e) offs_am_42[e] = (int)(t40[e] % M_3);
+#line 35 "kernels/matmul/v4.tile"
+    t43 = 256;
+#line 35 "kernels/matmul/v4.tile"
+    t44 = (int)(pid_n_31 * t43);
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t61[e] = offs_bn_45[e];
-#line 34 "kernels/matmul/v4.tile"
-    // recomputed in this layout
+    for (int e = 0; e < 1; ++e) t45[e] = kwb_tid;
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t62[e] = (int)((int)(t40 + (((g % 256)))) % N_4);
-    }
-#line 34 "kernels/matmul/v4.tile"
-    // recomputed in this layout
+    for (int e = 0; e < 1; ++e) t47[e] = (int)(t44 + t45[e]);
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t63[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
-    }
-#line 34 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) b_ptrs_64[e] = t63[e] + t62[e];
+    for (int e = 0; e < 1; ++e) offs_bn_49[e] = (int)(t47[e] % N_4);
 #line 36 "kernels/matmul/v4.tile"
-    t65 = 0.0f;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) offs_k_50[e] = (kwb_tid) % 64;
 #line 37 "kernels/matmul/v4.tile"
-    t67 = 64;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t51[e] = offs_am_42[e];
 #line 37 "kernels/matmul/v4.tile"
-    t68 = (int)(K_5 + t67);
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t53[e] = (int)(t51[e] * K_5);
 #line 37 "kernels/matmul/v4.tile"
-    t69 = 1;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t55[e] = a_ptr_0 + t53[e];
 #line 37 "kernels/matmul/v4.tile"
-    t70 = (int)(t68 - t69);
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t56[e] = offs_k_50[e];
 #line 37 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t57[e] = (((g % 64)));
+    }
+#line 37 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t58[e] = (a_ptr_0 + (int)((int)((int)(t37 + (((g / 64)))) % M_3) * K_5));
+    }
+#line 37 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) a_ptrs_59[e] = t58[e] + t57[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t60[e] = offs_k_50[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t62[e] = (int)(t60[e] * N_4);
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t64[e] = b_ptr_1 + t62[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t65[e] = offs_bn_49[e];
+#line 38 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t66[e] = (int)((int)(t44 + (((g % 256)))) % N_4);
+    }
+#line 38 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t67[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
+    }
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) b_ptrs_68[e] = t67[e] + t66[e];
+#line 40 "kernels/matmul/v4.tile"
+    t69 = 0.0f;
+#line 41 "kernels/matmul/v4.tile"
     t71 = 64;
-#line 37 "kernels/matmul/v4.tile"
-    t72 = (int)(t70 / t71);
-#line 37 "kernels/matmul/v4.tile"
-    t73 = 0;
-#line 37 "kernels/matmul/v4.tile"
-    t74 = 1;
-#line 37 "kernels/matmul/v4.tile"
+#line 41 "kernels/matmul/v4.tile"
+    t72 = (int)(K_5 + t71);
+#line 41 "kernels/matmul/v4.tile"
+    t73 = 1;
+#line 41 "kernels/matmul/v4.tile"
+    t74 = (int)(t72 - t73);
+#line 41 "kernels/matmul/v4.tile"
+    t75 = 64;
+#line 41 "kernels/matmul/v4.tile"
+    t76 = (int)(t74 / t75);
+#line 41 "kernels/matmul/v4.tile"
+    t77 = 0;
+#line 41 "kernels/matmul/v4.tile"
+    t78 = 1;
+#line 41 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) a_ptrs_75[e] = a_ptrs_55[e];
-#line 37 "kernels/matmul/v4.tile"
+    for (int e = 0; e < 32; ++e) a_ptrs_79[e] = a_ptrs_59[e];
+#line 41 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) b_ptrs_77[e] = b_ptrs_64[e];
-        kwb_end = t72;
-        kwb_step = t74;
-        kwb_rd0 = 0;
-        kwb_wr0 = 0;
-        kwb_po_a_ptrs_75 = 0;  // `a_ptrs_75` advances by this many elements (stride.rs)
-        kwb_po_b_ptrs_77 = 0;  // `b_ptrs_77` advances by this many elements (stride.rs)
+    for (int e = 0; e < 64; ++e) b_ptrs_81[e] = b_ptrs_68[e];
+        kwb_end = t76;
+        kwb_step = t78;
+        kwb_po_a_ptrs_79 = 0;  // `a_ptrs_79` advances by this many elements (stride.rs)
+        kwb_po_b_ptrs_81 = 0;  // `b_ptrs_81` advances by this many elements (stride.rs)
         __syncthreads();  // an earlier run of this loop may still read the rings
+        kwb_wr0 = kwb_rd0;
         #pragma unroll
         for (int kwb_s = 0; kwb_s < 2; ++kwb_s) {
             {
-                const int kwb_it = (int)(t73 + kwb_s * kwb_step);
-                const int k_78 = kwb_it;
-                if (k_78 < kwb_end) {
-#line 38 "kernels/matmul/v4.tile"
+                const int kwb_it = (int)(t77 + kwb_s * kwb_step);
+                const int k_82 = kwb_it;
+                if (k_82 < kwb_end) {
+                    if (kwb_tid == 0) kwb_mbar_expect(kwb_smem(&kwb_bar0[kwb_wr0]), 49152);
+#line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t79[e] = offs_k_46[e];
-#line 38 "kernels/matmul/v4.tile"
-                    t80 = 64;
-#line 38 "kernels/matmul/v4.tile"
-                    t81 = (int)(k_78 * t80);
-#line 38 "kernels/matmul/v4.tile"
-                    t82 = (int)(K_5 - t81);
-#line 38 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t83[e] = offs_k_50[e];
+#line 42 "kernels/matmul/v4.tile"
+                    t84 = 64;
+#line 42 "kernels/matmul/v4.tile"
+                    t85 = (int)(k_82 * t84);
+#line 42 "kernels/matmul/v4.tile"
+                    t86 = (int)(K_5 - t85);
+#line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t84[e] = (t79[e] < t82);
-#line 38 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t88[e] = (t83[e] < t86);
+#line 42 "kernels/matmul/v4.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t85[e] = ((((g % 64))) < t82);
+                        t89[e] = ((((g % 64))) < t86);
                     }
-#line 38 "kernels/matmul/v4.tile"
-                    t86 = __float2half_rn(0.0f);
-#line 38 "kernels/matmul/v4.tile"
-                    {
+#line 42 "kernels/matmul/v4.tile"
+                    t90 = __float2half_rn(0.0f);
+#line 42 "kernels/matmul/v4.tile"
+                    t147 = 0;
+#line 42 "kernels/matmul/v4.tile"
+                    t148 = 1024;
+#line 42 "kernels/matmul/v4.tile"
+                    t149 = (int)(t21 * t148);
+#line 42 "kernels/matmul/v4.tile"
+                    t150 = (int)(t147 + t149);
+#line 42 "kernels/matmul/v4.tile"
+                    t151 = 128;
+#line 42 "kernels/matmul/v4.tile"
+                    t152 = (int)(t28 * t151);
+#line 42 "kernels/matmul/v4.tile"
+                    t153 = (int)(t150 + t152);
+#line 42 "kernels/matmul/v4.tile"
+                    t154 = 0;
+#line 42 "kernels/matmul/v4.tile"
+                    t155 = 64;
+#line 42 "kernels/matmul/v4.tile"
+                    t156 = (int)(k_82 * t155);
+#line 42 "kernels/matmul/v4.tile"
+                    t157 = (int)(t154 + t156);
+#line 42 "kernels/matmul/v4.tile"
+                    if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
-                        const int kwb_f = ((0 / 8) * 256 + kwb_tid) * 8 + 0 % 8;
-                        const unsigned kwb_a = kwb_smem(kwb_buf + kwb_wgswz<128, 128>(kwb_wgrow<1>(kwb_f / 64), (kwb_f % 64) * 2));
-                        kwb_cp16(kwb_a + 0u, (a_ptrs_75[0] + kwb_po_a_ptrs_75), t85[0]);
-                        kwb_cp16(kwb_a + 4096u, (a_ptrs_75[8] + kwb_po_a_ptrs_75), t85[8]);
-                        kwb_cp16(kwb_a + 8192u, (a_ptrs_75[16] + kwb_po_a_ptrs_75), t85[16]);
-                        kwb_cp16(kwb_a + 12288u, (a_ptrs_75[24] + kwb_po_a_ptrs_75), t85[24]);
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap0, (int)(t157 + 0), (int)(t153), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
-#line 39 "kernels/matmul/v4.tile"
+#line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = offs_k_46[e];
-#line 39 "kernels/matmul/v4.tile"
-                    t89 = 64;
-#line 39 "kernels/matmul/v4.tile"
-                    t90 = (int)(k_78 * t89);
-#line 39 "kernels/matmul/v4.tile"
-                    t91 = (int)(K_5 - t90);
-#line 39 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t92[e] = offs_k_50[e];
+#line 43 "kernels/matmul/v4.tile"
+                    t93 = 64;
+#line 43 "kernels/matmul/v4.tile"
+                    t94 = (int)(k_82 * t93);
+#line 43 "kernels/matmul/v4.tile"
+                    t95 = (int)(K_5 - t94);
+#line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t93[e] = (t88[e] < t91);
-#line 39 "kernels/matmul/v4.tile"
+                    for (int e = 0; e < 1; ++e) t97[e] = (t92[e] < t95);
+#line 43 "kernels/matmul/v4.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t94[e] = ((((g / 256))) < t91);
+                        t98[e] = ((((g / 256))) < t95);
                     }
-#line 39 "kernels/matmul/v4.tile"
-                    t95 = __float2half_rn(0.0f);
-#line 39 "kernels/matmul/v4.tile"
-                    {
+#line 43 "kernels/matmul/v4.tile"
+                    t99 = __float2half_rn(0.0f);
+#line 43 "kernels/matmul/v4.tile"
+                    t138 = 0;
+#line 43 "kernels/matmul/v4.tile"
+                    t139 = 64;
+#line 43 "kernels/matmul/v4.tile"
+                    t140 = (int)(k_82 * t139);
+#line 43 "kernels/matmul/v4.tile"
+                    t141 = (int)(t138 + t140);
+#line 43 "kernels/matmul/v4.tile"
+                    t142 = 0;
+#line 43 "kernels/matmul/v4.tile"
+                    t143 = 256;
+#line 43 "kernels/matmul/v4.tile"
+                    t144 = (int)(pid_n_31 * t143);
+#line 43 "kernels/matmul/v4.tile"
+                    t145 = (int)(t142 + t144);
+#line 43 "kernels/matmul/v4.tile"
+                    if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
-                        const int kwb_f = ((0 / 8) * 256 + kwb_tid) * 8 + 0 % 8;
-                        const unsigned kwb_a = kwb_smem(kwb_buf + kwb_wgswz<64, 128>(kwb_f / 256, (kwb_f % 256) * 2));
-                        kwb_cp16(kwb_a + 0u, (b_ptrs_77[0] + kwb_po_b_ptrs_77), t94[0]);
-                        kwb_cp16(kwb_a + 1024u, (b_ptrs_77[8] + kwb_po_b_ptrs_77), t94[8]);
-                        kwb_cp16(kwb_a + 2048u, (b_ptrs_77[16] + kwb_po_b_ptrs_77), t94[16]);
-                        kwb_cp16(kwb_a + 3072u, (b_ptrs_77[24] + kwb_po_b_ptrs_77), t94[24]);
-                        kwb_cp16(kwb_a + 4096u, (b_ptrs_77[32] + kwb_po_b_ptrs_77), t94[32]);
-                        kwb_cp16(kwb_a + 5120u, (b_ptrs_77[40] + kwb_po_b_ptrs_77), t94[40]);
-                        kwb_cp16(kwb_a + 6144u, (b_ptrs_77[48] + kwb_po_b_ptrs_77), t94[48]);
-                        kwb_cp16(kwb_a + 7168u, (b_ptrs_77[56] + kwb_po_b_ptrs_77), t94[56]);
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t145 + 0), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t145 + 64), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t145 + 128), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t145 + 192), (int)(t141), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
-#line 41 "kernels/matmul/v4.tile"
-                    t98 = 64;
-#line 42 "kernels/matmul/v4.tile"
-                    t101 = 64;
-#line 42 "kernels/matmul/v4.tile"
-                    t102 = (int)(t101 * N_4);
-                    kwb_po_a_ptrs_75 += (long long)t98;
-                    kwb_po_b_ptrs_77 += (long long)t102;
+#line 45 "kernels/matmul/v4.tile"
+                    t102 = 64;
+#line 46 "kernels/matmul/v4.tile"
+                    t105 = 64;
+#line 46 "kernels/matmul/v4.tile"
+                    t106 = (int)(t105 * N_4);
+                    kwb_po_a_ptrs_79 += (long long)t102;
+                    kwb_po_b_ptrs_81 += (long long)t106;
                 }
             }
-            kwb_cp_commit();
-            kwb_wr0 += 1;
+            kwb_wr0 = kwb_wr0 == 2 ? 0 : kwb_wr0 + 1;
         }
         }
         {  // this program's epilogue, its values computed again
@@ -827,39 +967,49 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
             int t30;
             int pid_n_31;
             int t32;
-            int t33;
-            int t34[1];
-            int t36[1];
-            int offs_am_38[1];
-            int t39;
-            int t40;
-            int t41[1];
-            int t43[1];
-            int offs_bn_45[1];
-            int offs_k_46[1];
+            bool t33;
+            int t34;
+            bool t35;
+            int t36;
+            int t37;
+            int t38[1];
+            int t40[1];
+            int offs_am_42[1];
+            int t43;
+            int t44;
+            int t45[1];
             int t47[1];
-            int t49[1];
-            __half* t51[1];
-            int t52[1];
-            int t53[32];
-            __half* t54[32];
-            __half* a_ptrs_55[32];
+            int offs_bn_49[1];
+            int offs_k_50[1];
+            int t51[1];
+            int t53[1];
+            __half* t55[1];
             int t56[1];
-            int t58[1];
-            __half* t60[1];
-            int t61[1];
-            int t62[64];
-            __half* t63[64];
-            __half* b_ptrs_64[64];
-            float t65;
-            int t67;
-            int t68;
-            int t69;
-            int t70;
+            int t57[32];
+            __half* t58[32];
+            __half* a_ptrs_59[32];
+            int t60[1];
+            int t62[1];
+            __half* t64[1];
+            int t65[1];
+            int t66[64];
+            __half* t67[64];
+            __half* b_ptrs_68[64];
+            float t69;
             int t71;
             int t72;
             int t73;
             int t74;
+            int t75;
+            int t76;
+            int t77;
+            int t78;
+            int t146;
+            int t158;
+#line 15 "kernels/matmul/v4.tile"
+    t146 = 1;
+#line 15 "kernels/matmul/v4.tile"
+    t158 = 1;
 #line 19 "kernels/matmul/v4.tile"
     pid_6 = kwb_pid;
 #line 20 "kernels/matmul/v4.tile"
@@ -912,197 +1062,209 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     t30 = (int)(pid_6 % per_group_20);
 #line 26 "kernels/matmul/v4.tile"
     pid_n_31 = (int)(t30 / group_m_26);
+#line 29 "kernels/matmul/v4.tile"
+    t32 = 0;
+#line 29 "kernels/matmul/v4.tile"
+    t33 = (pid_m_29 >= t32);
+#line 29 "kernels/matmul/v4.tile"
+    __builtin_assume(t33);
 #line 30 "kernels/matmul/v4.tile"
-    t32 = 128;
+    t34 = 0;
 #line 30 "kernels/matmul/v4.tile"
-    t33 = (int)(pid_m_29 * t32);
+    t35 = (pid_n_31 >= t34);
 #line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t34[e] = (kwb_tid) % 128;
-#line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t36[e] = (int)(t33 + t34[e]);
-#line 30 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_am_38[e] = (int)(t36[e] % M_3);
-#line 31 "kernels/matmul/v4.tile"
-    t39 = 256;
-#line 31 "kernels/matmul/v4.tile"
-    t40 = (int)(pid_n_31 * t39);
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t41[e] = kwb_tid;
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t43[e] = (int)(t40 + t41[e]);
-#line 31 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_bn_45[e] = (int)(t43[e] % N_4);
-#line 32 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_k_46[e] = (kwb_tid) % 64;
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t47[e] = offs_am_38[e];
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t49[e] = (int)(t47[e] * K_5);
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t51[e] = a_ptr_0 + t49[e];
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t52[e] = offs_k_46[e];
-#line 33 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t53[e] = (((g % 64)));
-    }
-#line 33 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t54[e] = (a_ptr_0 + (int)((int)((int)(t33 + (((g / 64)))) % M_3) * K_5));
-    }
-#line 33 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 32; ++e) a_ptrs_55[e] = t54[e] + t53[e];
+    __builtin_assume(t35);
+#line 34 "kernels/matmul/v4.tile"
+    t36 = 128;
+#line 34 "kernels/matmul/v4.tile"
+    t37 = (int)(pid_m_29 * t36);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t56[e] = offs_k_46[e];
+    for (int e = 0; e < 1; ++e) t38[e] = (kwb_tid) % 128;
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t58[e] = (int)(t56[e] * N_4);
+    for (int e = 0; e < 1; ++e) t40[e] = (int)(t37 + t38[e]);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t60[e] = b_ptr_1 + t58[e];
-#line 34 "kernels/matmul/v4.tile"
+    for (int e = 0; e < 1; ++e) offs_am_42[e] = (int)(t40[e] % M_3);
+#line 35 "kernels/matmul/v4.tile"
+    t43 = 256;
+#line 35 "kernels/matmul/v4.tile"
+    t44 = (int)(pid_n_31 * t43);
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t61[e] = offs_bn_45[e];
-#line 34 "kernels/matmul/v4.tile"
-    // recomputed in this layout
+    for (int e = 0; e < 1; ++e) t45[e] = kwb_tid;
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t62[e] = (int)((int)(t40 + (((g % 256)))) % N_4);
-    }
-#line 34 "kernels/matmul/v4.tile"
-    // recomputed in this layout
+    for (int e = 0; e < 1; ++e) t47[e] = (int)(t44 + t45[e]);
+#line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) {
-        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t63[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
-    }
-#line 34 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 64; ++e) b_ptrs_64[e] = t63[e] + t62[e];
+    for (int e = 0; e < 1; ++e) offs_bn_49[e] = (int)(t47[e] % N_4);
 #line 36 "kernels/matmul/v4.tile"
-    t65 = 0.0f;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) offs_k_50[e] = (kwb_tid) % 64;
 #line 37 "kernels/matmul/v4.tile"
-    t67 = 64;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t51[e] = offs_am_42[e];
 #line 37 "kernels/matmul/v4.tile"
-    t68 = (int)(K_5 + t67);
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t53[e] = (int)(t51[e] * K_5);
 #line 37 "kernels/matmul/v4.tile"
-    t69 = 1;
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t55[e] = a_ptr_0 + t53[e];
 #line 37 "kernels/matmul/v4.tile"
-    t70 = (int)(t68 - t69);
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t56[e] = offs_k_50[e];
 #line 37 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t57[e] = (((g % 64)));
+    }
+#line 37 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t58[e] = (a_ptr_0 + (int)((int)((int)(t37 + (((g / 64)))) % M_3) * K_5));
+    }
+#line 37 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 32; ++e) a_ptrs_59[e] = t58[e] + t57[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t60[e] = offs_k_50[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t62[e] = (int)(t60[e] * N_4);
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t64[e] = b_ptr_1 + t62[e];
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t65[e] = offs_bn_49[e];
+#line 38 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t66[e] = (int)((int)(t44 + (((g % 256)))) % N_4);
+    }
+#line 38 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) {
+        const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
+        t67[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
+    }
+#line 38 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 64; ++e) b_ptrs_68[e] = t67[e] + t66[e];
+#line 40 "kernels/matmul/v4.tile"
+    t69 = 0.0f;
+#line 41 "kernels/matmul/v4.tile"
     t71 = 64;
-#line 37 "kernels/matmul/v4.tile"
-    t72 = (int)(t70 / t71);
-#line 37 "kernels/matmul/v4.tile"
-    t73 = 0;
-#line 37 "kernels/matmul/v4.tile"
-    t74 = 1;
-#line 43 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) c_105[e] = __float2half_rn((float)acc_76[e]);
-#line 45 "kernels/matmul/v4.tile"
-    t106 = 128;
-#line 45 "kernels/matmul/v4.tile"
-    t107 = (int)(pid_m_29 * t106);
-#line 45 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t108[e] = (kwb_tid) % 128;
-#line 45 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cm_110[e] = (int)(t107 + t108[e]);
-#line 46 "kernels/matmul/v4.tile"
-    t111 = 256;
-#line 46 "kernels/matmul/v4.tile"
-    t112 = (int)(pid_n_31 * t111);
-#line 46 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t113[e] = kwb_tid;
-#line 46 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cn_115[e] = (int)(t112 + t113[e]);
+#line 41 "kernels/matmul/v4.tile"
+    t72 = (int)(K_5 + t71);
+#line 41 "kernels/matmul/v4.tile"
+    t73 = 1;
+#line 41 "kernels/matmul/v4.tile"
+    t74 = (int)(t72 - t73);
+#line 41 "kernels/matmul/v4.tile"
+    t75 = 64;
+#line 41 "kernels/matmul/v4.tile"
+    t76 = (int)(t74 / t75);
+#line 41 "kernels/matmul/v4.tile"
+    t77 = 0;
+#line 41 "kernels/matmul/v4.tile"
+    t78 = 1;
 #line 47 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t116[e] = offs_cm_110[e];
-#line 47 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t118[e] = (int)(t116[e] * N_4);
-#line 47 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t120[e] = c_ptr_2 + t118[e];
-#line 47 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t121[e] = offs_cn_115[e];
-#line 47 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) {
-        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t122[e] = (int)(t112 + ((kwb_c)));
-    }
-#line 47 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) {
-        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t123[e] = (c_ptr_2 + (int)((int)(t107 + ((kwb_r))) * N_4));
-    }
-#line 47 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) c_ptrs_124[e] = t123[e] + t122[e];
-#line 48 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t125[e] = offs_cm_110[e];
-#line 48 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t127[e] = (t125[e] < M_3);
-#line 48 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t128[e] = offs_cn_115[e];
-#line 48 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t130[e] = (t128[e] < N_4);
-#line 48 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) {
-        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t131[e] = ((int)(t107 + ((kwb_r))) < M_3);
-    }
-#line 48 "kernels/matmul/v4.tile"
-    // recomputed in this layout
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) {
-        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
-        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t132[e] = ((int)(t112 + ((kwb_c))) < N_4);
-    }
-#line 48 "kernels/matmul/v4.tile"
-    #pragma unroll
-    for (int e = 0; e < 128; ++e) c_mask_133[e] = (bool)(t131[e] & t132[e]);
+    for (int e = 0; e < 128; ++e) c_109[e] = __float2half_rn((float)acc_80[e]);
 #line 49 "kernels/matmul/v4.tile"
+    t110 = 128;
+#line 49 "kernels/matmul/v4.tile"
+    t111 = (int)(pid_m_29 * t110);
+#line 49 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t112[e] = (kwb_tid) % 128;
+#line 49 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) offs_cm_114[e] = (int)(t111 + t112[e]);
+#line 50 "kernels/matmul/v4.tile"
+    t115 = 256;
+#line 50 "kernels/matmul/v4.tile"
+    t116 = (int)(pid_n_31 * t115);
+#line 50 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t117[e] = kwb_tid;
+#line 50 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) offs_cn_119[e] = (int)(t116 + t117[e]);
+#line 51 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t120[e] = offs_cm_114[e];
+#line 51 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t122[e] = (int)(t120[e] * N_4);
+#line 51 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t124[e] = c_ptr_2 + t122[e];
+#line 51 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t125[e] = offs_cn_119[e];
+#line 51 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 128; ++e) {
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t126[e] = (int)(t116 + ((kwb_c)));
+    }
+#line 51 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 128; ++e) {
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t127[e] = (c_ptr_2 + (int)((int)(t111 + ((kwb_r))) * N_4));
+    }
+#line 51 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 128; ++e) c_ptrs_128[e] = t127[e] + t126[e];
+#line 52 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t129[e] = offs_cm_114[e];
+#line 52 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t131[e] = (t129[e] < M_3);
+#line 52 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t132[e] = offs_cn_119[e];
+#line 52 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) t134[e] = (t132[e] < N_4);
+#line 52 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 128; ++e) {
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t135[e] = ((int)(t111 + ((kwb_r))) < M_3);
+    }
+#line 52 "kernels/matmul/v4.tile"
+    // recomputed in this layout
+    #pragma unroll
+    for (int e = 0; e < 128; ++e) {
+        [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
+        [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
+        t136[e] = ((int)(t116 + ((kwb_c))) < N_4);
+    }
+#line 52 "kernels/matmul/v4.tile"
+    #pragma unroll
+    for (int e = 0; e < 128; ++e) c_mask_137[e] = (bool)(t135[e] & t136[e]);
+#line 53 "kernels/matmul/v4.tile"
     {
         // the tile to shared memory (its own, after the rings; rows of 256 + 8) and back in rows of 16-byte vectors
         unsigned char* const kwb_st = kwb_ring + 147456;
@@ -1112,20 +1274,20 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
         for (int e = 0; e < 128; e += 2) {
             [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
             [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-            *reinterpret_cast<unsigned*>(kwb_st + (kwb_r * 264 + kwb_c) * 2) = (unsigned)__half_as_ushort(__float2half_rn((float)acc_76[e + 0])) | ((unsigned)__half_as_ushort(__float2half_rn((float)acc_76[e + 1])) << 16);
+            *reinterpret_cast<unsigned*>(kwb_st + (kwb_r * 264 + kwb_c) * 2) = (unsigned)__half_as_ushort(__float2half_rn((float)acc_80[e + 0])) | ((unsigned)__half_as_ushort(__float2half_rn((float)acc_80[e + 1])) << 16);
         }
         __syncthreads();
         #pragma unroll
         for (int e = 0; e < 128; e += 8) {
             const int kwb_r = (e / 8) * 8 + (kwb_tid * 8) / 256;
             const int kwb_c = (kwb_tid * 8) % 256;
-            kwb_st128(((c_ptr_2 + (int)((int)(t107 + ((kwb_r))) * N_4)) + (int)(t112 + ((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)(t107 + ((kwb_r))) < M_3) & ((int)(t112 + ((kwb_c))) < N_4)));
+            kwb_st128(((c_ptr_2 + (int)((int)(t111 + ((kwb_r))) * N_4)) + (int)(t116 + ((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)(t111 + ((kwb_r))) < M_3) & ((int)(t116 + ((kwb_c))) < N_4)));
         }
     }
         }
         if (kwb_pid >= kwb_programs) break;
-#line 37 "kernels/matmul/v4.tile"
+#line 41 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 128; ++e) acc_76[e] = t65;
+    for (int e = 0; e < 128; ++e) acc_80[e] = t69;
     }
 }

@@ -57,7 +57,7 @@ pub(super) fn run(
             .collect::<Result<Vec<_>, String>>()?;
         match interp::run(kernel, l.grid, &args, &mut buffers) {
             Ok(stats) => work += stats.ops,
-            Err(e) if e.kind() == "out-of-bounds" => {
+            Err(e) if e.is_finding() => {
                 findings.push(Finding {
                     kind: e.kind().to_string(),
                     message: e.message.clone(),

@@ -217,6 +217,12 @@ impl Ck<'_> {
             "reshape" | "view" | "broadcast_to" | "trans" | "permute" | "expand_dims"
             | "broadcast" => self.reshape_like(name, a),
             "multiple_of" | "max_contiguous" => self.hint(name, a),
+            "assume" => {
+                if let Some(s) = self.bind(name, a, &["cond"], 1) {
+                    self.assume(Self::val(&s, 0), Self::span_of(&s, 0, span));
+                }
+                Val::None
+            }
             "debug_barrier" => {
                 if self.bind(name, a, &[], 0).is_some() {
                     self.push(StmtKind::Barrier);
@@ -479,6 +485,35 @@ impl Ck<'_> {
     }
 
     /// An assertion: checked when its condition is known at compile time, else ignored.
+    /// `tl.assume(cond)`: a runtime scalar condition becomes an [`StmtKind::Assume`]; a
+    /// compile-time one must hold.
+    fn assume(&mut self, cond: Val, span: Span) {
+        match cond {
+            Val::Poison => {}
+            Val::Var(c) if !self.ty(c).is_tile() && self.ty(c).elem == Elem::Scalar(Scalar::I1) => {
+                self.push(StmtKind::Assume { cond: c })
+            }
+            Val::Var(_) => {
+                let msg = format!(
+                    "`tl.assume` needs a scalar condition (a comparison of scalars), found {}",
+                    self.show(&cond)
+                );
+                self.error(span, msg);
+            }
+            other => match other.truthy() {
+                Some(true) => {}
+                Some(false) => {
+                    let msg = format!("`tl.assume({})` is false", self.text(span).trim());
+                    self.error(span, msg);
+                }
+                None => {
+                    let msg = format!("`tl.assume` needs a condition, found {}", other.describe());
+                    self.error(span, msg);
+                }
+            },
+        }
+    }
+
     pub fn assertion(&mut self, cond: &Val, msg: &str, span: Span, must_be_const: bool) {
         let what = if msg.is_empty() {
             String::new()

@@ -313,17 +313,19 @@ impl Ck<'_> {
             } else {
                 match args.next() {
                     Some(kind) => {
-                        let (ty, div) = match kind {
+                        let (ty, div, non_negative) = match kind {
                             ArgKind::Pointer(dt) => (
                                 ir::Type {
                                     elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
                                     shape: Vec::new(),
                                 },
                                 16,
+                                true,
                             ),
                             ArgKind::Int {
                                 fits_i32,
                                 divisibility,
+                                non_negative,
                             } => (
                                 ir::Type::scalar(if *fits_i32 {
                                     ir::Scalar::I32
@@ -331,14 +333,16 @@ impl Ck<'_> {
                                     ir::Scalar::I64
                                 }),
                                 *divisibility,
+                                *non_negative,
                             ),
-                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1),
+                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1, false),
                         };
                         let var = self.new_var(ty, Some(pname.clone()));
                         params.push(ir::Param {
                             name: pname.clone(),
                             var,
                             divisibility: div,
+                            non_negative,
                         });
                         Val::Var(var)
                     }

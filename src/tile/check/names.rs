@@ -52,6 +52,7 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "multiple_of",
     "max_contiguous",
     "debug_barrier",
+    "assume",
     "range",
     "static_range",
     "static_assert",

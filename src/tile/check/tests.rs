@@ -25,6 +25,7 @@ fn int() -> ArgKind {
     ArgKind::Int {
         fits_i32: true,
         divisibility: 1,
+        non_negative: true,
     }
 }
 

@@ -391,11 +391,13 @@ mod tests {
                 name: "p".into(),
                 var: p,
                 divisibility: 16,
+                non_negative: true,
             },
             Param {
                 name: "n".into(),
                 var: n,
                 divisibility: 16,
+                non_negative: true,
             },
         ];
         let pid = var(&mut k, i32s, &[]);

@@ -188,59 +188,14 @@ fn malformed(k: &ir::Kernel) -> Option<String> {
     bad.then(|| "a variable id is out of range (malformed IR)".into())
 }
 
-/// Every variable a statement names directly (not in nested statements).
+/// Every variable a statement names directly (not in nested statements): an assignment's
+/// destination first, a loop's variable first.
 fn stmt_vars(s: &ir::StmtKind) -> Vec<ir::VarId> {
-    use ir::{Op, StmtKind};
-    match s {
-        StmtKind::Assign { dst, op } => {
-            let mut v = vec![*dst];
-            match op {
-                Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => {}
-                Op::Copy(a)
-                | Op::Splat(a)
-                | Op::Broadcast(a)
-                | Op::Reshape(a)
-                | Op::Cast(a)
-                | Op::ExpandDims { src: a, .. }
-                | Op::Permute { src: a, .. }
-                | Op::Unary { src: a, .. }
-                | Op::Reduce { src: a, .. }
-                | Op::Hint { src: a, .. } => v.push(*a),
-                Op::Binary { lhs, rhs, .. } => v.extend([*lhs, *rhs]),
-                Op::PtrAdd { ptr, offset } => v.extend([*ptr, *offset]),
-                Op::Fma { a, b, c } => v.extend([*a, *b, *c]),
-                Op::Where { cond, a, b } => v.extend([*cond, *a, *b]),
-                Op::Dot { a, b, acc, .. } => {
-                    v.extend([*a, *b]);
-                    v.extend(acc.iter().copied());
-                }
-                Op::Load { ptr, mask, other } => {
-                    v.push(*ptr);
-                    v.extend(mask.iter().chain(other.iter()).copied());
-                }
-                Op::Atomic {
-                    ptr, value, mask, ..
-                } => {
-                    v.extend([*ptr, *value]);
-                    v.extend(mask.iter().copied());
-                }
-            }
-            v
-        }
-        StmtKind::Store { ptr, value, mask } => {
-            let mut v = vec![*ptr, *value];
-            v.extend(mask.iter().copied());
-            v
-        }
-        StmtKind::If { cond, .. } => vec![*cond],
-        StmtKind::For {
-            var,
-            start,
-            end,
-            step,
-            ..
-        } => vec![*var, *start, *end, *step],
-        StmtKind::While { cond, .. } => vec![*cond],
-        StmtKind::Barrier | StmtKind::Return => Vec::new(),
-    }
+    use ir::StmtKind;
+    let first = match s {
+        StmtKind::Assign { dst, .. } => Some(*dst),
+        StmtKind::For { var, .. } => Some(*var),
+        _ => None,
+    };
+    first.into_iter().chain(s.reads()).collect()
 }

@@ -20,9 +20,9 @@
 //! }
 //! ```
 //!
-//! That needs: the statements before the loop are assignments without memory access, the
-//! loop is the only one and is pipelined, nothing after it loops, and no loop-carried value
-//! is read by both the next program's copies and this program's epilogue.
+//! That needs: the statements before the loop are assignments without memory access (or
+//! `tl.assume`s), the loop is the only one and is pipelined, nothing after it loops, and no
+//! loop-carried value is read by both the next program's copies and this program's epilogue.
 
 use super::writer::Writer;
 use crate::tile::ir::{Op, Stmt, StmtKind, VarId};
@@ -78,6 +78,7 @@ impl Writer<'_> {
         let (pre, post) = (&body[..at], &body[at + 1..]);
         let pure = pre.iter().all(|s| match &s.kind {
             StmtKind::Assign { op, .. } => !matches!(op, Op::Load { .. } | Op::Atomic { .. }),
+            StmtKind::Assume { .. } => true,
             _ => false,
         });
         let mut nested_loop = false;
@@ -103,7 +104,7 @@ impl Writer<'_> {
         let (mut deferred, mut carried) = (Vec::new(), Vec::new());
         for (i, s) in pre.iter().enumerate() {
             let StmtKind::Assign { dst, .. } = &s.kind else {
-                return None;
+                continue; // a `tl.assume`, written again with the statements around it
             };
             if !in_loop.contains(dst) {
                 continue;

@@ -224,9 +224,18 @@ impl Writer<'_> {
             .collect();
         // The address slice: the closure of the ring loads' operands.
         let mut ahead: HashSet<usize> = ring_idx.iter().copied().collect();
+        // A descriptor load's offsets are its operands too (a pointer load proven a block
+        // computes them beside its pointers, `blocks/`).
+        let offsets = |i: usize| match &body[i].kind {
+            StmtKind::Assign { dst, .. } => self
+                .k
+                .desc_load(*dst)
+                .map_or(Vec::new(), |d| d.offsets.clone()),
+            _ => Vec::new(),
+        };
         let mut work: Vec<VarId> = ring_idx
             .iter()
-            .flat_map(|&i| reads(&body[i].kind))
+            .flat_map(|&i| reads(&body[i].kind).into_iter().chain(offsets(i)))
             .collect();
         let mut seen: HashSet<VarId> = HashSet::new();
         while let Some(v) = work.pop() {

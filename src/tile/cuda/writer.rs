@@ -552,6 +552,9 @@ impl<'k> Writer<'k> {
                 self.close("}");
             }
             StmtKind::Barrier => self.line("__syncthreads();"),
+            StmtKind::Assume { cond } => {
+                self.line(&format!("__builtin_assume({});", self.name(*cond)))
+            }
             StmtKind::Return if self.target.persistent => self.unsupported(
                 "`return` in a persistent kernel (its CTA runs more programs after this one)",
                 line,

@@ -213,6 +213,10 @@ impl<'a> Machine<'a> {
             },
             // Programs run one at a time and a program is one sequence of ops: nothing to wait for.
             StmtKind::Barrier => Ok(Flow::Normal),
+            StmtKind::Assume { cond } => match self.var(*cond)?.truth() {
+                true => Ok(Flow::Normal),
+                false => Err(Fault::false_assumption()),
+            },
             StmtKind::Return => Ok(Flow::Return),
         }
     }
@@ -315,26 +319,5 @@ fn eval(ctx: &mut Ctx, env: &Env, ty: &Type, op: &Op, out: &mut Data) -> Result<
 
 /// Whether `op` reads `v`.
 fn reads(op: &Op, v: VarId) -> bool {
-    match op {
-        Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => false,
-        Op::Copy(s)
-        | Op::Splat(s)
-        | Op::Broadcast(s)
-        | Op::Reshape(s)
-        | Op::Cast(s)
-        | Op::ExpandDims { src: s, .. }
-        | Op::Permute { src: s, .. }
-        | Op::Unary { src: s, .. }
-        | Op::Reduce { src: s, .. }
-        | Op::Hint { src: s, .. } => *s == v,
-        Op::Binary { lhs, rhs, .. } => *lhs == v || *rhs == v,
-        Op::Fma { a, b, c } => [a, b, c].contains(&&v),
-        Op::Where { cond, a, b } => [cond, a, b].contains(&&v),
-        Op::PtrAdd { ptr, offset } => *ptr == v || *offset == v,
-        Op::Load { ptr, mask, other } => *ptr == v || *mask == Some(v) || *other == Some(v),
-        Op::Atomic {
-            ptr, value, mask, ..
-        } => *ptr == v || *value == v || *mask == Some(v),
-        Op::Dot { a, b, acc, .. } => *a == v || *b == v || *acc == Some(v),
-    }
+    op.operands().contains(&v)
 }

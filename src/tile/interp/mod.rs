@@ -43,13 +43,20 @@ pub struct InterpError {
 }
 
 impl InterpError {
-    /// `out-of-bounds` for an access outside a buffer; `interpreter` for a kernel the
-    /// interpreter could not run (a malformed kernel, bad arguments, a loop that never ends).
+    /// `out-of-bounds` for an access outside a buffer; `false-assumption` for a `tl.assume`
+    /// whose condition is false; `interpreter` for a kernel the interpreter could not run (a
+    /// malformed kernel, bad arguments, a loop that never ends).
     pub fn kind(&self) -> &'static str {
         match self.kind {
             FaultKind::OutOfBounds => "out-of-bounds",
+            FaultKind::FalseAssumption => "false-assumption",
             FaultKind::Interpreter => "interpreter",
         }
+    }
+
+    /// A fault of the kernel itself (reported as a finding), not of the interpreter's run.
+    pub fn is_finding(&self) -> bool {
+        self.kind != FaultKind::Interpreter
     }
 }
 
@@ -69,6 +76,7 @@ impl std::fmt::Display for InterpError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FaultKind {
     OutOfBounds,
+    FalseAssumption,
     Interpreter,
 }
 
@@ -85,6 +93,16 @@ impl Fault {
         Fault {
             kind: FaultKind::Interpreter,
             message: message.into(),
+            line: None,
+        }
+    }
+
+    fn false_assumption() -> Fault {
+        Fault {
+            kind: FaultKind::FalseAssumption,
+            message: "the condition of `tl.assume` is false here (undefined behaviour: a \
+                      compiled kernel may compute anything from it)"
+                .into(),
             line: None,
         }
     }

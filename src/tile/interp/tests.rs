@@ -98,6 +98,7 @@ fn malformed_ir_is_an_error_not_a_panic() {
         name: "n".into(),
         var: VarId(0),
         divisibility: 1,
+        non_negative: true,
     });
     let e = run(&k, [1, 1, 1], &[], &mut []).unwrap_err();
     assert!(

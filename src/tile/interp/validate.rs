@@ -132,6 +132,7 @@ impl<'k> Validator<'k> {
                 self.scalar_elem(*cond)?;
                 self.block(body)
             }
+            StmtKind::Assume { cond } => self.scalar_elem(*cond).map(|_| ()),
             StmtKind::Barrier | StmtKind::Return => Ok(()),
         }
     }

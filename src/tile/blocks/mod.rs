@@ -1,0 +1,398 @@
+//! Pointer loads proven to be blocks of a tensor, so that a backend may copy them as it copies
+//! a tensor descriptor's `.load` (with the tensor-memory accelerator).
+//!
+//! Triton's matmul tutorial reads its tiles through pointer tiles, not descriptors:
+//!
+//! ```text
+//! offs_am = (pid_m * BM + arange(BM)) % M;   a_ptrs = a_ptr + offs_am[:, None] * K + offs_k[None, :]
+//! for k in range(0, cdiv(K, BK)):
+//!     a = load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0);   a_ptrs += BK
+//! ```
+//!
+//! Triton copies such loads with `cp.async`, thread by thread. This pass proves that each is
+//! the block `[pid_m * BM, k * BK]` of the row-major `M x K` tensor at `a_ptr` with row stride
+//! `K`, zeros outside, and records it as a descriptor load ([`ir::DescLoad`]); the load itself
+//! stays as it is, so the interpreter and every other backend run it unchanged. The proof:
+//!
+//! - the pointer tile's form (`affine.rs`) is `base + (s0 + i) * S + (s1 + j)`, each index
+//!   maybe wrapped (`% E`), with `base` a pointer parameter, `S` a non-negative parameter or a
+//!   positive constant, and a loop-carried pointer tile advanced by a whole number of rows or
+//!   columns each iteration of a loop counting 0, 1, 2, ...;
+//! - `other` is zero or absent;
+//! - each index is bounded once: by a mask conjunct `s' + j < X` (the tensor's extent is then
+//!   `X + s1 - s'`, which must be a parameter or constant, the same every iteration) or by its
+//!   wrap `% E` (extent `E`), and no other conjunct is in the mask;
+//! - the starts `s0`, `s1` are never negative (program ids, counting loops, and parameters the
+//!   launch knows are not: [`crate::tile::ArgKind::Int`]'s `non_negative`), so the copy's zeros
+//!   past the low edges never differ from the load;
+//! - a wrapped index reads other rows where the copy reads zeros: `unstored.rs` proves those
+//!   rows are never stored.
+//!
+//! The block's offsets become new statements right before the load (the writer computes them
+//! in the loop's address slice, with the rest of the load's operands).
+
+mod affine;
+mod places;
+#[cfg(test)]
+mod tests;
+mod unstored;
+
+use super::ir::{self, Const, Elem, Kernel, Op, Scalar, Stmt, StmtKind, Type, Var, VarId};
+use crate::tile::span::Loc;
+use affine::{Dim, Form, Forms, Lin};
+use places::{At, Places};
+use unstored::Wrapped;
+
+/// A descriptor's extent or stride: a parameter, or a constant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Size {
+    Var(VarId),
+    Const(i64),
+}
+
+/// One load proven a block.
+#[derive(Debug, Clone)]
+struct Found {
+    /// The loop's index in the kernel body, the load's in the loop body.
+    li: usize,
+    j: usize,
+    dst: VarId,
+    base: VarId,
+    shape: [Size; 2],
+    stride: Size,
+    block: [u32; 2],
+    offsets: [Lin; 2],
+}
+
+/// Records the kernel's pointer loads that are blocks of a tensor as descriptor loads.
+pub fn annotate(k: &mut Kernel) {
+    let found = {
+        let p = Places::new(k);
+        let mut found = Vec::new();
+        for (li, s) in k.body.iter().enumerate() {
+            if let StmtKind::For { body, .. } = &s.kind {
+                let assumed = p.assumed_non_negative(li);
+                for (j, t) in body.iter().enumerate() {
+                    if let Some(f) = block_load(&p, &assumed, li, j, t) {
+                        found.push(f);
+                    }
+                }
+            }
+        }
+        found
+    };
+    apply(k, found);
+}
+
+/// The block load statement `t` (statement `j` of the loop at `li`) reads, if it is one.
+fn block_load(p: &Places, assumed: &[Lin], li: usize, j: usize, t: &Stmt) -> Option<Found> {
+    let k = p.k;
+    let StmtKind::Assign {
+        dst,
+        op: Op::Load { ptr, mask, other },
+    } = &t.kind
+    else {
+        return None;
+    };
+    let ty = k.ty(*dst);
+    let Elem::Scalar(elem) = ty.elem else {
+        return None;
+    };
+    let [b0, b1] = <[u32; 2]>::try_from(ty.shape.as_slice()).ok()?;
+    let box_ok = |b: u32| (1..=256).contains(&b) && b.is_power_of_two();
+    if k.desc_load(*dst).is_some() || !box_ok(b0) || !box_ok(b1) || b1 * elem.size() < 16 {
+        return None;
+    }
+    if !p.is_zero(*other) || !counts_from_zero(p, li) {
+        return None;
+    }
+    let mut f = Forms::new(k, |v| p.scope_at(v, li, j));
+    for (v, form) in carried(p, li, j) {
+        f.know(v, form);
+    }
+    let Form::Ptr { base, off } = f.form(*ptr)? else {
+        return None;
+    };
+    let base_param = p.is_param(base) && matches!(k.ty(base).elem, Elem::Ptr(e) if e == elem);
+    let [mut d0, mut d1] = by_axis(&off.dims)?;
+    if !base_param || d1.mul != Lin::konst(1) {
+        return None;
+    }
+    // The scalar part goes to the column start (stride 1), else to whole rows.
+    if off.scalar != Lin::konst(0) {
+        if d1.wrap.is_none() {
+            d1.start = d1.start.add(&off.scalar)?;
+        } else if d0.wrap.is_none() {
+            d0.start = d0.start.add(&Lin::konst(off.scalar.ratio(&d0.mul)?))?;
+        } else {
+            return None;
+        }
+    }
+    let stride = size(p, &d0.mul, true)?;
+    let bounds = match mask {
+        Some(m) => {
+            let b = unstored::conjuncts(p, &mut f, *m, 0);
+            if b.len() != unstored::conjunct_count(p, *m, 0) {
+                return None;
+            }
+            b
+        }
+        None => Vec::new(),
+    };
+    let mut shape = [Size::Const(0); 2];
+    let mut wraps = Vec::new();
+    for (a, d) in [(0, &d0), (1, &d1)] {
+        let on_axis: Vec<_> = bounds.iter().filter(|b| b.axis == a).collect();
+        if !p.non_negative(&d.start, assumed) {
+            return None;
+        }
+        shape[a] = match (d.wrap, on_axis.as_slice()) {
+            (Some(e), []) => {
+                wraps.push(Wrapped {
+                    axis: a,
+                    start: d.start.clone(),
+                    extent: e,
+                });
+                size(p, &Lin::atom(e), false)?
+            }
+            (None, [b]) => size(p, &b.limit.add(&d.start)?.sub(&b.start)?, false)?,
+            _ => return None,
+        };
+    }
+    if bounds.iter().any(|b| b.axis > 1) {
+        return None;
+    }
+    if !wraps.iter().all(|w| unstored::unstored(p, *dst, w)) {
+        return None;
+    }
+    Some(Found {
+        li,
+        j,
+        dst: *dst,
+        base,
+        shape,
+        stride,
+        block: [b0, b1],
+        offsets: [d0.start, d1.start],
+    })
+}
+
+/// The two dimensions of a 2-D form, by axis.
+fn by_axis(dims: &[Dim]) -> Option<[Dim; 2]> {
+    let find = |a: usize| dims.iter().find(|d| d.axis == a).cloned();
+    (dims.len() == 2).then_some(())?;
+    Some([find(0)?, find(1)?])
+}
+
+/// An extent or stride the launch can encode: a non-negative integer parameter or a constant
+/// (positive for a stride).
+fn size(p: &Places, l: &Lin, stride: bool) -> Option<Size> {
+    if let Some(c) = l.as_const() {
+        let ok = if stride { c > 0 } else { c >= 0 };
+        return (ok && i32::try_from(c).is_ok()).then_some(Size::Const(c));
+    }
+    let v = l.as_atom()?;
+    (p.is_param(v) && p.non_negative(l, &[])).then_some(Size::Var(v))
+}
+
+/// Whether the loop at `li` counts 0, 1, 2, ...: its iteration index is its variable.
+fn counts_from_zero(p: &Places, li: usize) -> bool {
+    let Some(Stmt {
+        kind: StmtKind::For { start, step, .. },
+        ..
+    }) = p.k.body.get(li)
+    else {
+        return false;
+    };
+    let is = |v: VarId, want: i64| matches!(p.single(v), Some((At::Top(i), Op::Const(Const::Int(c)))) if i < li && *c == want);
+    is(*start, 0) && is(*step, 1)
+}
+
+/// The loop-carried pointer tiles at statement `j` of the loop at `li`, by their form there:
+/// assigned once before the loop and once after `j` in its body, each iteration advancing by
+/// a loop-invariant number of whole rows or columns (`a_ptrs += BLOCK_K`).
+fn carried(p: &Places, li: usize, j: usize) -> Vec<(VarId, Form)> {
+    let Some(kv) = p.loop_var_of(li) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut before = Forms::new(p.k, |v| p.scope_at(v, li, 0));
+    let mut body = Forms::new(p.k, |v| p.scope_at(v, li, usize::MAX));
+    let mut vars: Vec<VarId> = (0..p.k.vars.len() as u32).map(VarId).collect();
+    vars.retain(|&v| matches!(p.k.ty(v).elem, Elem::Ptr(_)) && p.k.ty(v).is_tile());
+    for v in vars {
+        let (init, update) = match p.assigns(v) {
+            [(At::Top(i), Some(init)), (At::Loop(l, u), Some(update))]
+                if *i < li && *l == li && *u > j =>
+            {
+                (*init, *update)
+            }
+            _ => continue,
+        };
+        let Some(Form::Ptr { base, off }) = (match init {
+            Op::Copy(x) => before.form(*x),
+            _ => None,
+        }) else {
+            continue;
+        };
+        // The update: `v = v + d`, or `v = w` with `w = v + d`.
+        let step = match update {
+            Op::PtrAdd { ptr, offset } if *ptr == v => Some(*offset),
+            Op::Copy(w) => match p.single(*w) {
+                Some((At::Loop(l, _), Op::PtrAdd { ptr, offset })) if l == li && *ptr == v => {
+                    Some(*offset)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(delta) = step.and_then(|d| body.lin(d)) else {
+            continue;
+        };
+        let invariant = delta
+            .terms
+            .keys()
+            .all(|a| p.is_param(*a) || matches!(p.single(*a), Some((At::Top(i), _)) if i < li));
+        if !invariant {
+            continue;
+        }
+        let mut off = off;
+        let moved = off.dims.iter_mut().find_map(|d| {
+            let q = delta.ratio(&d.mul)?;
+            d.wrap.is_none().then_some(())?;
+            d.start = d.start.add(&Lin::atom(kv).scale(q)?)?;
+            Some(())
+        });
+        if moved.is_some() || delta == Lin::konst(0) {
+            out.push((v, Form::Ptr { base, off }));
+        }
+    }
+    out
+}
+
+/// Adds the descriptors and their loads, and the statements that compute their offsets.
+fn apply(k: &mut Kernel, mut found: Vec<Found>) {
+    found.sort_by_key(|f| std::cmp::Reverse((f.li, f.j)));
+    let mut consts: Vec<Stmt> = Vec::new();
+    for f in found {
+        let Some(loc) = loop_body(k, f.li)
+            .and_then(|b| b.get(f.j))
+            .map(|s| s.loc)
+        else {
+            continue;
+        };
+        let mut stmts = Vec::new();
+        let offsets = f.offsets.map(|l| emit_lin(k, &l, &mut stmts, &loc));
+        let mut var_of = |s: Size| match s {
+            Size::Var(v) => v,
+            Size::Const(c) => new_const(k, c, &mut consts, &k.loc.clone()),
+        };
+        let shape = f.shape.map(&mut var_of).to_vec();
+        let strides = vec![var_of(f.stride), var_of(Size::Const(1))];
+        k.descriptors.push(ir::Descriptor {
+            base: f.base,
+            shape,
+            strides,
+            block: f.block.to_vec(),
+        });
+        k.desc_loads.push(ir::DescLoad {
+            dst: f.dst,
+            desc: k.descriptors.len() - 1,
+            offsets: offsets.to_vec(),
+        });
+        if let Some(body) = loop_body_mut(k, f.li) {
+            let at = f.j.min(body.len());
+            body.splice(at..at, stmts);
+        }
+    }
+    k.body.splice(0..0, consts);
+}
+
+fn loop_body(k: &Kernel, li: usize) -> Option<&Vec<Stmt>> {
+    match &k.body.get(li)?.kind {
+        StmtKind::For { body, .. } => Some(body),
+        _ => None,
+    }
+}
+
+fn loop_body_mut(k: &mut Kernel, li: usize) -> Option<&mut Vec<Stmt>> {
+    match &mut k.body.get_mut(li)?.kind {
+        StmtKind::For { body, .. } => Some(body),
+        _ => None,
+    }
+}
+
+fn new_var(k: &mut Kernel, s: Scalar) -> VarId {
+    k.vars.push(Var {
+        ty: Type::scalar(s),
+        name: None,
+    });
+    VarId(k.vars.len() as u32 - 1)
+}
+
+fn assign(dst: VarId, op: Op, loc: &Loc) -> Stmt {
+    Stmt {
+        kind: StmtKind::Assign { dst, op },
+        loc: *loc,
+    }
+}
+
+/// A new I32 constant, assigned at the kernel's start.
+fn new_const(k: &mut Kernel, c: i64, out: &mut Vec<Stmt>, loc: &Loc) -> VarId {
+    let v = new_var(k, Scalar::I32);
+    out.push(assign(v, Op::Const(Const::Int(c)), loc));
+    v
+}
+
+/// Statements computing `l`, appended to `out`; the variable that holds it (I32, or I64 when
+/// an atom or a coefficient needs it).
+fn emit_lin(k: &mut Kernel, l: &Lin, out: &mut Vec<Stmt>, loc: &Loc) -> VarId {
+    let wide_atom = l
+        .terms
+        .keys()
+        .any(|&a| k.ty(a).elem != Elem::Scalar(Scalar::I32));
+    let wide_const = std::iter::once(l.c)
+        .chain(l.terms.values().copied())
+        .any(|c| i32::try_from(c).is_err());
+    let t = if wide_atom || wide_const {
+        Scalar::I64
+    } else {
+        Scalar::I32
+    };
+    let konst = |k: &mut Kernel, out: &mut Vec<Stmt>, c: i64| {
+        let v = new_var(k, t);
+        out.push(assign(v, Op::Const(Const::Int(c)), loc));
+        v
+    };
+    let mut acc = konst(k, out, l.c);
+    for (&a, &coef) in &l.terms {
+        let mut x = a;
+        if k.ty(a).elem != Elem::Scalar(t) {
+            x = new_var(k, t);
+            out.push(assign(x, Op::Cast(a), loc));
+        }
+        let c = konst(k, out, coef);
+        let m = new_var(k, t);
+        out.push(assign(
+            m,
+            Op::Binary {
+                op: ir::BinOp::Mul,
+                lhs: x,
+                rhs: c,
+            },
+            loc,
+        ));
+        let sum = new_var(k, t);
+        out.push(assign(
+            sum,
+            Op::Binary {
+                op: ir::BinOp::Add,
+                lhs: acc,
+                rhs: m,
+            },
+            loc,
+        ));
+        acc = sum;
+    }
+    acc
+}
