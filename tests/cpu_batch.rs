@@ -151,29 +151,25 @@ fn broken_kernels_are_reported_with_what_and_where() {
     );
 }
 
-#[test]
-fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
-    // The tail program's unmasked store runs past `y`: the interpreter stops it at the first
-    // bad lane and names the buffer, the element, the program and the tile line.
+/// `kwb batch --cpu` of a one-version workspace copying `x` (100 f32) to `y` with `body`, the
+/// tile kernel `copy_kernel(x_ptr, y_ptr, n, BLOCK)` (64-element programs) written to `name`.tile
+/// (its body starts at line 7): the single result, which must have failed its check.
+fn failed_copy(name: &str, body: &str) -> kwb::report::RunResult {
     let dir = tempfile::tempdir().unwrap();
-    let kernel = dir.path().join("oob.tile");
-    std::fs::write(
-        &kernel,
+    let kernel = dir.path().join(format!("{name}.tile"));
+    let source = format!(
         "import triton\nimport triton.language as tl\n\n\n@triton.jit\n\
-         def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    \
-         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    \
-         x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n    \
-         tl.store(y_ptr + offs, x)\n",
-    )
-    .unwrap();
-    let ws = dir.path().join("oob.yaml");
+         def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n{body}"
+    );
+    std::fs::write(&kernel, source).unwrap();
+    let ws = dir.path().join(format!("{name}.yaml"));
     std::fs::write(
         &ws,
         format!(
-            "name: oob\nsizes:\n  - {{name: s, N: 100, emulate: true}}\nbuffers:\n  \
+            "name: {name}\nsizes:\n  - {{name: s, N: 100, emulate: true}}\nbuffers:\n  \
              x: {{dtype: f32, shape: [N], init: randn}}\n  \
              y: {{dtype: f32, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\n\
-             versions:\n  masked-load-only:\n    file: {}\n    entry: copy_kernel\n    \
+             versions:\n  v1:\n    file: {}\n    entry: copy_kernel\n    \
              constexprs: {{BLOCK: 64}}\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
             kernel.display()
         ),
@@ -181,9 +177,22 @@ fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
     .unwrap();
     let (code, report, err) = support::cpu_batch_json(&[ws.to_str().unwrap()]);
     assert_eq!(code, kwb::exit::CHECK_FAILED, "{err}");
-    let r = &report.results[0];
+    let r = report.results.into_iter().next().expect("one result");
     assert_eq!(r.status, Status::CheckFailed, "{:?}", r.message);
     assert_eq!(r.backend, Some(Backend::Interpreter));
+    r
+}
+
+#[test]
+fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
+    // The tail program's unmasked store runs past `y`: the interpreter stops it at the first
+    // bad lane and names the buffer, the element, the program and the tile line.
+    let r = failed_copy(
+        "oob",
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    \
+         x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n    \
+         tl.store(y_ptr + offs, x)\n",
+    );
     let f = r.findings.first().expect("an out-of-bounds finding");
     assert_eq!(f.kind, "out-of-bounds", "{f}");
     assert!(
@@ -202,35 +211,13 @@ fn a_tile_kernel_that_stores_past_the_end_is_a_finding_with_its_line() {
 #[test]
 fn a_false_tl_assume_is_a_finding_with_its_line() {
     // Triton makes a false assumption undefined behaviour; the interpreter checks each one.
-    let dir = tempfile::tempdir().unwrap();
-    let kernel = dir.path().join("assume.tile");
-    std::fs::write(
-        &kernel,
-        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n\
-         def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    \
-         pid = tl.program_id(0)\n    \
+    let r = failed_copy(
+        "assume",
+        "    pid = tl.program_id(0)\n    \
          tl.assume(pid * BLOCK < n - 40)\n    \
          offs = pid * BLOCK + tl.arange(0, BLOCK)\n    \
          tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n",
-    )
-    .unwrap();
-    let ws = dir.path().join("assume.yaml");
-    std::fs::write(
-        &ws,
-        format!(
-            "name: assume\nsizes:\n  - {{name: s, N: 100, emulate: true}}\nbuffers:\n  \
-             x: {{dtype: f32, shape: [N], init: randn}}\n  \
-             y: {{dtype: f32, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\n\
-             versions:\n  v1:\n    file: {}\n    entry: copy_kernel\n    \
-             constexprs: {{BLOCK: 64}}\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
-            kernel.display()
-        ),
-    )
-    .unwrap();
-    let (code, report, err) = support::cpu_batch_json(&[ws.to_str().unwrap()]);
-    assert_eq!(code, kwb::exit::CHECK_FAILED, "{err}");
-    let r = &report.results[0];
-    assert_eq!(r.status, Status::CheckFailed, "{:?}", r.message);
+    );
     let f = r.findings.first().expect("a false-assumption finding");
     assert_eq!(f.kind, "false-assumption", "{f}");
     // Program 1 starts at 64, not below 100 - 40.

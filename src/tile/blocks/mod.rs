@@ -275,10 +275,7 @@ fn apply(k: &mut Kernel, mut found: Vec<Found>) {
     found.sort_by_key(|f| std::cmp::Reverse((f.li, f.j)));
     let mut consts: Vec<Stmt> = Vec::new();
     for f in found {
-        let Some(loc) = loop_body(k, f.li)
-            .and_then(|b| b.get(f.j))
-            .map(|s| s.loc)
-        else {
+        let Some(loc) = loop_body(k, f.li).and_then(|b| b.get(f.j)).map(|s| s.loc) else {
             continue;
         };
         let mut stmts = Vec::new();
