@@ -3,9 +3,10 @@
 //!
 //! Stages, each knowing nothing of the UI or of NVRTC (STYLE.md §7):
 //! [`lex`] → [`parse`] (an [`ast`] with spans) → [`check`] (names, dtypes, shapes, constexprs,
-//! specialisation for one [`KernelRequest`]) → [`ir`] (the typed tile IR) → [`cuda`] (layouts,
-//! vectorisation, reductions; writes CUDA C++ with `#line` directives). [`interp`] runs the IR
-//! on the CPU: the language's reference semantics.
+//! specialisation for one [`KernelRequest`]) → [`ir`] (the typed tile IR) → `blocks` (on
+//! sm_90: pointer loads proven blocks of a tensor, recorded for TMA copies) → [`cuda`]
+//! (layouts, vectorisation, reductions; writes CUDA C++ with `#line` directives). [`interp`]
+//! runs the IR on the CPU: the language's reference semantics.
 //!
 //! This module is the seam the rest of kwb sees: [`compile`], [`signatures`] and the
 //! interpreter's argument types.

@@ -102,10 +102,10 @@ impl Lin {
             Some(v) => self.terms.get(&v).copied().unwrap_or(0),
             None => self.c,
         };
-        if num % ok != 0 {
+        if num.checked_rem(ok)? != 0 {
             return None;
         }
-        let q = num / ok;
+        let q = num.checked_div(ok)?;
         (o.scale(q)? == *self).then_some(q)
     }
 }

@@ -161,10 +161,11 @@ impl<'k> Places<'k> {
                     return false;
                 };
                 let kl = l.terms.get(t).copied().unwrap_or(0);
-                if ka == 0 || kl % ka != 0 || kl / ka <= 0 {
-                    return false;
-                }
-                let rest = a.scale(kl / ka).and_then(|m| l.sub(&m));
+                let q = match (kl.checked_rem(ka), kl.checked_div(ka)) {
+                    (Some(0), Some(q)) if q > 0 => q,
+                    _ => return false,
+                };
+                let rest = a.scale(q).and_then(|m| l.sub(&m));
                 rest.is_some_and(|r| self.non_negative(&r, &assumed[i + 1..]))
             })
     }
