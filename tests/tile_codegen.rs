@@ -35,6 +35,7 @@ impl B {
                 loc: Loc { line: 1, col: 1 },
                 descriptors: Vec::new(),
                 desc_loads: Vec::new(),
+                block_misses: Vec::new(),
             },
             stack: vec![Vec::new()],
             line: 1,

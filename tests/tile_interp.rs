@@ -178,6 +178,7 @@ impl B {
             loc: Loc { line: 1, col: 1 },
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
+            block_misses: Vec::new(),
         }
     }
 }

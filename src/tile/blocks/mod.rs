@@ -37,7 +37,9 @@ mod places;
 mod tests;
 mod unstored;
 
-use super::ir::{self, Const, Elem, Kernel, Op, Scalar, Stmt, StmtKind, Type, Var, VarId};
+use super::ir::{
+    self, BlockMiss, Const, Elem, Kernel, Op, Scalar, Stmt, StmtKind, Type, Var, VarId,
+};
 use crate::tile::span::Loc;
 use affine::{Dim, Form, Forms, Lin};
 use places::{At, Places};
@@ -64,28 +66,59 @@ struct Found {
     offsets: [Lin; 2],
 }
 
-/// Records the kernel's pointer loads that are blocks of a tensor as descriptor loads.
+/// Records the kernel's pointer loads that are blocks of a tensor as descriptor loads, and
+/// why each other 2-D load of a loop is not.
 pub fn annotate(k: &mut Kernel) {
-    let found = {
+    let (found, misses) = {
         let p = Places::new(k);
-        let mut found = Vec::new();
+        let (mut found, mut misses) = (Vec::new(), Vec::new());
         for (li, s) in k.body.iter().enumerate() {
             if let StmtKind::For { body, .. } = &s.kind {
                 let assumed = p.assumed_non_negative(li);
                 for (j, t) in body.iter().enumerate() {
-                    if let Some(f) = block_load(&p, &assumed, li, j, t) {
-                        found.push(f);
+                    match block_load(&p, &assumed, li, j, t) {
+                        Some(Ok(f)) => found.push(f),
+                        Some(Err(m)) => misses.push(m),
+                        None => {}
                     }
                 }
             }
         }
-        found
+        (found, misses)
     };
+    k.block_misses.extend(misses);
     apply(k, found);
 }
 
-/// The block load statement `t` (statement `j` of the loop at `li`) reads, if it is one.
-fn block_load(p: &Places, assumed: &[Lin], li: usize, j: usize, t: &Stmt) -> Option<Found> {
+/// Why a load is not a block, by the step of the proof that fails.
+mod why {
+    pub const OTHER: &str = "`other` is not zero (TMA reads zeros outside the tensor)";
+    pub const LOOP: &str = "the loop does not count 0, 1, 2, ...";
+    pub const FORM: &str = "the pointers are not `base + rows * stride + columns` with each index \
+                            an `arange` plus a scalar (maybe `% n`), advanced by whole rows or columns";
+    pub const BASE: &str = "the base is not a pointer argument of the loaded type";
+    pub const STRIDE: &str = "the columns are not contiguous, or the row stride is not an integer \
+                              argument the launch knows is not negative, nor a positive constant";
+    pub const MASK: &str = "a mask conjunct is not an index bound (`index < bound`)";
+    pub const NEGATIVE: &str = "a block's first row or column may be negative \
+                                (`tl.assume(pid_m >= 0)` says it is not)";
+    pub const BOUND: &str = "an index has no mask bound and no `%` wrap, or more than one";
+    pub const EXTENT: &str =
+        "an extent is not an integer argument or constant that stays the same \
+                              every iteration";
+    pub const STORED: &str = "rows or columns wrapped by `%` may be stored (each store of what is \
+                              computed from them needs the mask `offs < n` along that axis)";
+}
+
+/// The block load statement `t` (statement `j` of the loop at `li`) reads: `None` for a
+/// statement that is not a 2-D load TMA could copy, else the block or why it is not one.
+fn block_load(
+    p: &Places,
+    assumed: &[Lin],
+    li: usize,
+    j: usize,
+    t: &Stmt,
+) -> Option<Result<Found, BlockMiss>> {
     let k = p.k;
     let StmtKind::Assign {
         dst,
@@ -103,78 +136,87 @@ fn block_load(p: &Places, assumed: &[Lin], li: usize, j: usize, t: &Stmt) -> Opt
     if k.desc_load(*dst).is_some() || !box_ok(b0) || !box_ok(b1) || b1 * elem.size() < 16 {
         return None;
     }
-    if !p.is_zero(*other) || !counts_from_zero(p, li) {
-        return None;
-    }
-    let mut f = Forms::new(k, |v| p.scope_at(v, li, j));
-    for (v, form) in carried(p, li, j) {
-        f.know(v, form);
-    }
-    let Form::Ptr { base, off } = f.form(*ptr)? else {
-        return None;
-    };
-    let base_param = p.is_param(base) && matches!(k.ty(base).elem, Elem::Ptr(e) if e == elem);
-    let [mut d0, mut d1] = by_axis(&off.dims)?;
-    if !base_param || d1.mul != Lin::konst(1) {
-        return None;
-    }
-    // The scalar part goes to the column start (stride 1), else to whole rows.
-    if off.scalar != Lin::konst(0) {
-        if d1.wrap.is_none() {
-            d1.start = d1.start.add(&off.scalar)?;
-        } else if d0.wrap.is_none() {
-            d0.start = d0.start.add(&Lin::konst(off.scalar.ratio(&d0.mul)?))?;
-        } else {
-            return None;
+    let proof = (|| {
+        need(p.is_zero(*other), why::OTHER)?;
+        need(counts_from_zero(p, li), why::LOOP)?;
+        let mut f = Forms::new(k, |v| p.scope_at(v, li, j));
+        for (v, form) in carried(p, li, j) {
+            f.know(v, form);
         }
-    }
-    let stride = size(p, &d0.mul, true)?;
-    let bounds = match mask {
-        Some(m) => {
-            let b = unstored::conjuncts(p, &mut f, *m, 0);
-            if b.len() != unstored::conjunct_count(p, *m, 0) {
-                return None;
-            }
-            b
-        }
-        None => Vec::new(),
-    };
-    let mut shape = [Size::Const(0); 2];
-    let mut wraps = Vec::new();
-    for (a, d) in [(0, &d0), (1, &d1)] {
-        let on_axis: Vec<_> = bounds.iter().filter(|b| b.axis == a).collect();
-        if !p.non_negative(&d.start, assumed) {
-            return None;
-        }
-        shape[a] = match (d.wrap, on_axis.as_slice()) {
-            (Some(e), []) => {
-                wraps.push(Wrapped {
-                    axis: a,
-                    start: d.start.clone(),
-                    extent: e,
-                });
-                size(p, &Lin::atom(e), false)?
-            }
-            (None, [b]) => size(p, &b.limit.add(&d.start)?.sub(&b.start)?, false)?,
-            _ => return None,
+        let Some(Form::Ptr { base, off }) = f.form(*ptr) else {
+            return Err(why::FORM);
         };
+        let base_param = p.is_param(base) && matches!(k.ty(base).elem, Elem::Ptr(e) if e == elem);
+        need(base_param, why::BASE)?;
+        let [mut d0, mut d1] = by_axis(&off.dims).ok_or(why::FORM)?;
+        need(d1.mul == Lin::konst(1), why::STRIDE)?;
+        // The scalar part goes to the column start (stride 1), else to whole rows.
+        if off.scalar != Lin::konst(0) {
+            let moved = if d1.wrap.is_none() {
+                d1.start.add(&off.scalar).map(|s| d1.start = s)
+            } else if d0.wrap.is_none() {
+                (off.scalar.ratio(&d0.mul))
+                    .and_then(|q| d0.start.add(&Lin::konst(q)))
+                    .map(|s| d0.start = s)
+            } else {
+                None
+            };
+            moved.ok_or(why::FORM)?;
+        }
+        let stride = size(p, &d0.mul, true).ok_or(why::STRIDE)?;
+        let bounds = match mask {
+            Some(m) => {
+                let b = unstored::conjuncts(p, &mut f, *m, 0);
+                need(b.len() == unstored::conjunct_count(p, *m, 0), why::MASK)?;
+                b
+            }
+            None => Vec::new(),
+        };
+        need(bounds.iter().all(|b| b.axis <= 1), why::FORM)?;
+        let mut shape = [Size::Const(0); 2];
+        let mut wraps = Vec::new();
+        for (a, d) in [(0, &d0), (1, &d1)] {
+            let on_axis: Vec<_> = bounds.iter().filter(|b| b.axis == a).collect();
+            need(p.non_negative(&d.start, assumed), why::NEGATIVE)?;
+            let extent = match (d.wrap, on_axis.as_slice()) {
+                (Some(e), []) => {
+                    wraps.push(Wrapped {
+                        axis: a,
+                        start: d.start.clone(),
+                        extent: e,
+                    });
+                    Some(Lin::atom(e))
+                }
+                (None, [b]) => b.limit.add(&d.start).and_then(|l| l.sub(&b.start)),
+                _ => return Err(why::BOUND),
+            };
+            shape[a] = extent.and_then(|e| size(p, &e, false)).ok_or(why::EXTENT)?;
+        }
+        need(
+            wraps.iter().all(|w| unstored::unstored(p, *dst, w)),
+            why::STORED,
+        )?;
+        Ok(Found {
+            li,
+            j,
+            dst: *dst,
+            base,
+            shape,
+            stride,
+            block: [b0, b1],
+            offsets: [d0.start, d1.start],
+        })
+    })();
+    Some(proof.map_err(|reason| BlockMiss { dst: *dst, reason }))
+}
+
+/// `Ok` when `ok`, else the reason.
+fn need(ok: bool, reason: &'static str) -> Result<(), &'static str> {
+    if ok {
+        Ok(())
+    } else {
+        Err(reason)
     }
-    if bounds.iter().any(|b| b.axis > 1) {
-        return None;
-    }
-    if !wraps.iter().all(|w| unstored::unstored(p, *dst, w)) {
-        return None;
-    }
-    Some(Found {
-        li,
-        j,
-        dst: *dst,
-        base,
-        shape,
-        stride,
-        block: [b0, b1],
-        offsets: [d0.start, d1.start],
-    })
 }
 
 /// The two dimensions of a 2-D form, by axis.

@@ -1,6 +1,7 @@
 //! Which pointer loads the pass proves blocks of a tensor: Triton's tutorial matmul, and each
 //! change to it that breaks one step of the proof.
 
+use super::why;
 use crate::tile::{compile_for, ArgKind, ConstValue, DType, Extent, KernelRequest, Target};
 use std::path::Path;
 
@@ -94,6 +95,28 @@ fn blocks(src: &str, non_negative: bool) -> Vec<String> {
     names
 }
 
+/// Why each load that is not a block is not, by name (`a`, `b`).
+fn misses(src: &str) -> Vec<(String, &'static str)> {
+    let out = compile_for(Path::new("t.tile"), src, &[request(true)], Target::sm(90));
+    let k = &out.kernels[0];
+    let mut m: Vec<_> = k
+        .block_misses
+        .iter()
+        .map(|b| {
+            (
+                k.vars[b.dst.0 as usize].name.clone().unwrap_or_default(),
+                b.reason,
+            )
+        })
+        .collect();
+    m.sort();
+    m
+}
+
+fn miss(name: &str, reason: &'static str) -> (String, &'static str) {
+    (name.to_string(), reason)
+}
+
 fn edited(from: &str, to: &str) -> String {
     assert!(TUTORIAL.contains(from), "{from}");
     TUTORIAL.replacen(from, to, 1)
@@ -143,10 +166,17 @@ fn the_tutorial_loads_are_blocks_of_a_and_b_copied_with_tma() {
 fn a_start_that_may_be_negative_is_not_a_block() {
     // pid_n divides by `group_m`, a difference: only `tl.assume` says it is not negative.
     // pid_m is a sum of quotients and remainders of non-negative sizes.
-    assert_eq!(
-        blocks(&edited("    tl.assume(pid_n >= 0)\n", ""), true),
-        ["a"]
-    );
+    let src = edited("    tl.assume(pid_n >= 0)\n", "");
+    assert_eq!(blocks(&src, true), ["a"]);
+    assert_eq!(misses(&src), [miss("b", why::NEGATIVE)]);
+    // The generated code says why B's copies are not TMA (nor A's: a loop's ring loads are
+    // all TMA copies or none).
+    let out = compile_for(Path::new("t.tile"), &src, &[request(true)], Target::sm(90));
+    assert!(out.cuda.contains("copied by cp.async"), "{}", out.cuda);
+    assert!(out
+        .cuda
+        .contains("is not proven a block: a block's first row or column may be negative"));
+    assert!(misses(TUTORIAL).is_empty());
 }
 
 #[test]
@@ -166,6 +196,7 @@ fn wrapped_rows_must_be_left_out_of_every_store() {
         "c_mask = offs_cn[None, :] < N",
     );
     assert_eq!(blocks(&src, true), ["b"]);
+    assert_eq!(misses(&src), [miss("a", why::STORED)]);
     // A product reduced over its rows mixes the wrapped rows into every result (and the proof
     // follows values element by element only, so B's columns are not proven either).
     let src = edited(
@@ -183,24 +214,28 @@ fn each_index_needs_one_bound_and_a_zero_fill() {
         "a = tl.load(a_ptrs)",
     );
     assert_eq!(blocks(&src, true), ["b"]);
+    assert_eq!(misses(&src), [miss("a", why::BOUND)]);
     // Another value than zero outside the mask.
     let src = edited(
         "b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)",
         "b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=1.0)",
     );
     assert_eq!(blocks(&src, true), ["a"]);
+    assert_eq!(misses(&src), [miss("b", why::OTHER)]);
     // A mask conjunct that is not an index bound.
     let src = edited(
         "a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)",
         "a = tl.load(a_ptrs, mask=(offs_k[None, :] < K - k * BLOCK_K) & (offs_k[None, :] != 3), other=0.0)",
     );
     assert_eq!(blocks(&src, true), ["b"]);
+    assert_eq!(misses(&src), [miss("a", why::MASK)]);
     // An extent that changes from one iteration to the next.
     let src = edited(
         "K - k * BLOCK_K, other=0.0)\n        b",
         "K - k * BLOCK_K * 2, other=0.0)\n        b",
     );
     assert_eq!(blocks(&src, true), ["b"]);
+    assert_eq!(misses(&src), [miss("a", why::EXTENT)]);
 }
 
 #[test]
@@ -211,12 +246,16 @@ fn a_wrap_along_k_or_a_loop_not_counting_from_zero_is_not_a_block() {
         "offs_k = tl.arange(0, BLOCK_K) % K",
     );
     assert!(blocks(&src, true).is_empty());
+    // (Advancing a wrapped index by BLOCK_K is no longer a shift of the block.)
+    assert_eq!(misses(&src), [miss("a", why::FORM), miss("b", why::FORM)]);
     let src = edited(
         "for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):",
         "for k in tl.range(1, tl.cdiv(K, BLOCK_K) + 1, num_stages=NUM_STAGES):",
     );
     assert!(blocks(&src, true).is_empty());
+    assert_eq!(misses(&src), [miss("a", why::LOOP), miss("b", why::LOOP)]);
     // A pointer tile that advances one column further than its mask: the extent would grow.
     let src = edited("a_ptrs += BLOCK_K\n", "a_ptrs += BLOCK_K + K * 0 + 1\n");
     assert_eq!(blocks(&src, true), ["b"]);
+    assert_eq!(misses(&src), [miss("a", why::EXTENT)]);
 }

@@ -7,6 +7,7 @@
 mod builtins;
 mod descriptor;
 mod dot;
+mod elementwise;
 mod emit;
 mod expr;
 mod fold;
@@ -14,6 +15,7 @@ mod loops;
 mod memory;
 mod names;
 mod ops;
+mod python;
 mod shape;
 mod stmt;
 mod value;
@@ -208,6 +210,7 @@ fn check_kernel(
         loc: lines.loc(source, func.def_span.start),
         descriptors: std::mem::take(&mut ck.descriptors),
         desc_loads: std::mem::take(&mut ck.desc_loads),
+        block_misses: Vec::new(),
     };
     (Some(kernel), ck.findings)
 }

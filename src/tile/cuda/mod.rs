@@ -9,6 +9,7 @@
 pub mod axis;
 mod dot;
 mod epilogue;
+mod function;
 pub mod layout;
 mod math;
 mod memory;
@@ -21,6 +22,7 @@ mod reduce;
 mod relayout;
 mod remat;
 mod ring;
+mod statements;
 mod streaming;
 mod stride;
 mod swizzle;

@@ -121,6 +121,17 @@ impl Writer<'_> {
             loads.join(" and "),
             if tma.is_some() { "TMA" } else { "cp.async" }
         ));
+        if tma.is_none() && wgmma.is_some() {
+            // Where TMA could have copied them: why a pointer load is not a block (`blocks/`).
+            for l in &plan.loads {
+                if let Some(why) = self.k.block_miss(l.dst) {
+                    self.line(&format!(
+                        "// `{}` is not proven a block: {why}",
+                        self.name(l.dst)
+                    ));
+                }
+            }
+        }
         self.open("{");
         self.mark();
         let (end_name, step_name) = (self.name(end).to_string(), self.name(step).to_string());

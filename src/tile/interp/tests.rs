@@ -34,6 +34,7 @@ fn kernel(vars: Vec<Type>, body: Vec<Stmt>) -> Kernel {
         loc: Loc { line: 1, col: 1 },
         descriptors: Vec::new(),
         desc_loads: Vec::new(),
+        block_misses: Vec::new(),
     }
 }
 
