@@ -229,7 +229,8 @@ impl<'k, F: Fn(VarId) -> Scope<'k>> Forms<'k, F> {
         }
     }
 
-    /// Sets the form of a variable whose scope is [`Scope::Known`].
+    /// Sets the form of a variable the scope leaves [`Scope::Outside`] (a loop-carried pointer
+    /// tile, whose form at the load `carried` works out).
     pub fn know(&mut self, v: VarId, f: Form) {
         self.memo.insert(v, Some(f));
     }

@@ -3,7 +3,7 @@
 //! may take apart at a given place.
 
 use super::affine::{Lin, Scope};
-use crate::tile::ir::{BinOp, Const, Elem, Kernel, Op, Stmt, StmtKind, UnOp, VarId};
+use crate::tile::ir::{self, BinOp, Const, Elem, Kernel, Op, Stmt, StmtKind, UnOp, VarId};
 use std::collections::{HashMap, HashSet};
 
 /// How deep a definition is followed for a fact.
@@ -77,22 +77,11 @@ impl<'k> Places<'k> {
 
     /// The assignments nested in `s`'s blocks.
     fn nested(&mut self, s: &'k Stmt) {
-        let blocks: Vec<&'k [Stmt]> = match &s.kind {
-            StmtKind::If {
-                then, otherwise, ..
-            } => vec![then, otherwise],
-            StmtKind::For { body, .. } => vec![body],
-            StmtKind::While {
-                cond_body, body, ..
-            } => vec![cond_body, body],
-            _ => Vec::new(),
-        };
-        for b in blocks {
-            for t in b {
+        ir::visit(std::slice::from_ref(s), &mut |t| {
+            if !std::ptr::eq(t, s) {
                 self.record(t, At::Nested);
-                self.nested(t);
             }
-        }
+        });
     }
 
     /// Every assignment of `v`.
@@ -229,17 +218,8 @@ impl<'k> Places<'k> {
         }
     }
 
-    /// Whether `v` is absent or a zero (what a copy engine fills): `0`, `0.0`, splatted or cast.
+    /// Whether `v` is absent or a zero (what a copy engine fills): [`ir::is_zero`].
     pub fn is_zero(&self, v: Option<VarId>) -> bool {
-        let Some(mut v) = v else { return true };
-        for _ in 0..8 {
-            match self.single(v) {
-                Some((_, Op::Const(Const::Float(f)))) => return *f == 0.0 && f.is_sign_positive(),
-                Some((_, Op::Const(Const::Int(0)))) => return true,
-                Some((_, Op::Splat(x) | Op::Cast(x) | Op::Copy(x))) => v = *x,
-                _ => return false,
-            }
-        }
-        false
+        ir::is_zero(v, |x| self.single(x).map(|(_, op)| op))
     }
 }

@@ -16,8 +16,9 @@
 //! Any other use (a reduction, a reshape, a store without that conjunct) and there is no proof.
 
 use super::affine::{Forms, Lin};
+use super::masks;
 use super::places::Places;
-use crate::tile::ir::{BinOp, Op, Stmt, StmtKind, VarId};
+use crate::tile::ir::{self, Op, StmtKind, VarId};
 use std::collections::HashSet;
 
 /// A load's axis whose indices wrap at `extent` from `start`.
@@ -28,34 +29,11 @@ pub struct Wrapped {
     pub extent: VarId,
 }
 
-/// Every statement of the kernel, nested ones included.
-fn all_stmts<'k>(body: &'k [Stmt], out: &mut Vec<&'k Stmt>) {
-    for s in body {
-        out.push(s);
-        match &s.kind {
-            StmtKind::If {
-                then, otherwise, ..
-            } => {
-                all_stmts(then, out);
-                all_stmts(otherwise, out);
-            }
-            StmtKind::For { body, .. } => all_stmts(body, out),
-            StmtKind::While {
-                cond_body, body, ..
-            } => {
-                all_stmts(cond_body, out);
-                all_stmts(body, out);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// Whether the positions of load `dst` past `w.extent` along `w.axis` only reach stores that
 /// leave them out.
 pub fn unstored(p: &Places, dst: VarId, w: &Wrapped) -> bool {
     let mut stmts = Vec::new();
-    all_stmts(&p.k.body, &mut stmts);
+    ir::visit(&p.k.body, &mut |s| stmts.push(s));
     // The product's axis the wrapped one becomes: A's rows are its rows, B's columns its columns.
     let mut tainted: HashSet<VarId> = HashSet::new();
     for s in &stmts {
@@ -122,91 +100,10 @@ pub fn unstored(p: &Places, dst: VarId, w: &Wrapped) -> bool {
     let mut f = Forms::new(p.k, |v| p.scope_anywhere(v));
     stmts.iter().all(|s| match &s.kind {
         StmtKind::Store { value, mask, .. } if tainted.contains(value) => mask.is_some_and(|m| {
-            conjuncts(p, &mut f, m, 0).iter().any(|b| {
+            masks::conjuncts(p, &mut f, m, 0).iter().any(|b| {
                 b.axis == w.axis && b.start == w.start && b.limit.as_atom() == Some(w.extent)
             })
         }),
         _ => true,
     })
-}
-
-/// One conjunct of a mask: `start + i < limit` at position `i` of `axis`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bound {
-    pub axis: usize,
-    pub start: Lin,
-    pub limit: Lin,
-}
-
-/// The conjuncts of mask `m` that are index bounds (`index < scalar`, `scalar > index`, and
-/// `<=`/`>=` as `<`/`>` one further); other conjuncts are left out, so a caller that needs
-/// every conjunct compares the count with [`conjunct_count`].
-pub fn conjuncts<'k, F>(p: &Places<'k>, f: &mut Forms<'k, F>, m: VarId, depth: u32) -> Vec<Bound>
-where
-    F: Fn(VarId) -> super::affine::Scope<'k>,
-{
-    if depth > 32 {
-        return Vec::new();
-    }
-    let Some((_, op)) = p.single(m) else {
-        return Vec::new();
-    };
-    match op {
-        Op::Broadcast(x) | Op::Copy(x) => conjuncts(p, f, *x, depth + 1),
-        Op::Binary {
-            op: BinOp::BitAnd,
-            lhs,
-            rhs,
-        } => {
-            let mut v = conjuncts(p, f, *lhs, depth + 1);
-            v.extend(conjuncts(p, f, *rhs, depth + 1));
-            v
-        }
-        Op::Binary { op, lhs, rhs } => bound(f, *op, *lhs, *rhs).into_iter().collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// How many conjuncts mask `m` has (leaves of its `&`s).
-pub fn conjunct_count(p: &Places, m: VarId, depth: u32) -> usize {
-    match p.single(m) {
-        _ if depth > 32 => usize::MAX,
-        Some((_, Op::Broadcast(x) | Op::Copy(x))) => conjunct_count(p, *x, depth + 1),
-        Some((
-            _,
-            Op::Binary {
-                op: BinOp::BitAnd,
-                lhs,
-                rhs,
-            },
-        )) => conjunct_count(p, *lhs, depth + 1).saturating_add(conjunct_count(p, *rhs, depth + 1)),
-        _ => 1,
-    }
-}
-
-fn bound<'k, F>(f: &mut Forms<'k, F>, op: BinOp, lhs: VarId, rhs: VarId) -> Option<Bound>
-where
-    F: Fn(VarId) -> super::affine::Scope<'k>,
-{
-    let (idx, lim, extra) = match op {
-        BinOp::Lt => (lhs, rhs, 0),
-        BinOp::Le => (lhs, rhs, 1),
-        BinOp::Gt => (rhs, lhs, 0),
-        BinOp::Ge => (rhs, lhs, 1),
-        _ => return None,
-    };
-    let super::affine::Form::Int(i) = f.form(idx)? else {
-        return None;
-    };
-    let limit = f.lin(lim)?.add(&Lin::konst(extra))?;
-    match i.dims.as_slice() {
-        [d] if d.wrap.is_none() && d.mul == Lin::konst(1) && i.scalar == Lin::konst(0) => {
-            Some(Bound {
-                axis: d.axis,
-                start: d.start.clone(),
-                limit,
-            })
-        }
-        _ => None,
-    }
 }

@@ -11,7 +11,7 @@
 //! register, holder of a flat index, ownership) so the rest of the writer treats both alike.
 
 use super::mma::Mma;
-use crate::tile::ir::{Elem, Kernel, Op, Stmt, StmtKind, VarId};
+use crate::tile::ir::{Elem, Kernel, Op, StmtKind, VarId};
 use crate::tile::Target;
 use std::collections::{BTreeMap, HashMap};
 
@@ -217,28 +217,7 @@ impl Layouts {
     }
 }
 
-/// Calls `f` on every statement, nested ones included.
-pub fn visit(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
-    for s in body {
-        f(s);
-        match &s.kind {
-            StmtKind::If {
-                then, otherwise, ..
-            } => {
-                visit(then, f);
-                visit(otherwise, f);
-            }
-            StmtKind::For { body, .. } => visit(body, f),
-            StmtKind::While {
-                cond_body, body, ..
-            } => {
-                visit(cond_body, f);
-                visit(body, f);
-            }
-            _ => {}
-        }
-    }
-}
+pub use crate::tile::ir::visit;
 
 #[cfg(test)]
 mod tests {

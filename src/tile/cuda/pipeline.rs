@@ -110,19 +110,10 @@ pub fn assigned_within(body: &[Stmt]) -> HashSet<VarId> {
 impl Writer<'_> {
     /// Whether `v` is a scalar zero of a 2-byte float (or absent): what `cp.async` fills.
     fn zero_fill(&self, v: Option<VarId>) -> bool {
-        let Some(v) = v else { return true };
-        let mut v = v;
-        for _ in 0..4 {
-            match self.defs.get(&v) {
-                Some((1, Some(Op::Const(Const::Float(f))))) => {
-                    return *f == 0.0 && f.is_sign_positive()
-                }
-                Some((1, Some(Op::Const(Const::Int(0))))) => return true,
-                Some((1, Some(Op::Splat(x) | Op::Cast(x) | Op::Copy(x)))) => v = *x,
-                _ => return false,
-            }
-        }
-        false
+        crate::tile::ir::is_zero(v, |x| match self.defs.get(&x) {
+            Some((1, Some(op))) => Some(op),
+            _ => None,
+        })
     }
 
     /// The pipelining of `for var in range(start, end, step): body`, if it has loads to pipeline.

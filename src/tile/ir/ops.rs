@@ -282,3 +282,42 @@ pub enum StmtKind {
     /// `return` (from anywhere: the program ends).
     Return,
 }
+
+/// Calls `f` on each statement of `body` and of the blocks nested in it, in order, each
+/// statement before its blocks.
+pub fn visit<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in body {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then, otherwise, ..
+            } => {
+                visit(then, f);
+                visit(otherwise, f);
+            }
+            StmtKind::For { body, .. } => visit(body, f),
+            StmtKind::While {
+                cond_body, body, ..
+            } => {
+                visit(cond_body, f);
+                visit(body, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether `v` is absent or a zero (`0`, or `+0.0`), through splats, casts and copies, where
+/// `def` gives a variable's one defining operation: what a copy engine fills outside a tensor.
+pub fn is_zero<'a>(v: Option<VarId>, def: impl Fn(VarId) -> Option<&'a Op>) -> bool {
+    let Some(mut v) = v else { return true };
+    for _ in 0..8 {
+        match def(v) {
+            Some(Op::Const(Const::Float(f))) => return *f == 0.0 && f.is_sign_positive(),
+            Some(Op::Const(Const::Int(0))) => return true,
+            Some(Op::Splat(x) | Op::Cast(x) | Op::Copy(x)) => v = *x,
+            _ => return false,
+        }
+    }
+    false
+}
