@@ -124,7 +124,10 @@ impl Lexer<'_> {
                         self.push(Tok::Newline, self.pos, self.pos + 1);
                     }
                     self.pos += 1;
-                    line_start = true;
+                    // A newline inside brackets joins lines: the next line's leading blanks
+                    // are not indentation, and neither is whatever follows the closing
+                    // bracket (`x = f(a,\n b).to(t)`).
+                    line_start = self.depth == 0;
                 }
                 b' ' | b'\t' | b'\r' | b'\x0c' => self.pos += 1,
                 b'#' => self.skip_comment(),
@@ -503,6 +506,22 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].span, Span::new(6, 7));
         assert!(toks.iter().any(|t| t.tok == Tok::Int(2)));
+    }
+
+    #[test]
+    fn code_after_a_closing_bracket_on_a_continuation_line_is_not_indentation() {
+        // `).to(...)` after a call that spans lines, and `(a\n + b).to(...)`: the `.`
+        // follows the bracket on the same logical line, so no DEDENT may come before it.
+        for src in [
+            "def k():\n    x = f(a,\n          b).to(t)\n    y = 1\n",
+            "def k():\n    x = (a\n         + b).to(t)\n    y = 1\n",
+            "def k():\n    x = g([a,\nb])[0]\n    y = 1\n",
+        ] {
+            let t = kinds(src);
+            let dedents = t.iter().filter(|t| **t == Tok::Dedent).count();
+            assert_eq!(dedents, 1, "{src:?}: {t:?}");
+            assert_eq!(t[t.len() - 2], Tok::Dedent, "{src:?}: {t:?}");
+        }
     }
 
     #[test]

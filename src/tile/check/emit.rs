@@ -51,6 +51,8 @@ pub(super) struct Ck<'a> {
     /// `tl.make_tensor_descriptor` results and the loads through them (`descriptor.rs`).
     pub descriptors: Vec<ir::Descriptor>,
     pub desc_loads: Vec<ir::DescLoad>,
+    /// Which statements were checked and which left out on purpose (`reached.rs`).
+    pub reached: super::reached::Reached,
 }
 
 impl<'a> Ck<'a> {
@@ -72,6 +74,7 @@ impl<'a> Ck<'a> {
             kernel,
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
+            reached: Default::default(),
         }
     }
 

@@ -16,6 +16,7 @@ mod memory;
 mod names;
 mod ops;
 mod python;
+mod reached;
 mod shape;
 mod stmt;
 mod value;
@@ -200,6 +201,7 @@ fn check_kernel(
     ck.loc = lines.loc(source, func.def_span.start);
     let params = ck.bind_kernel(func, req);
     ck.stmts(&func.body);
+    ck.every_statement_reached(&func.body);
     let kernel = ir::Kernel {
         name: req.name.clone(),
         file: path.to_path_buf(),

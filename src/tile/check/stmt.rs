@@ -12,8 +12,10 @@ use std::collections::{BTreeSet, HashMap};
 
 impl Ck<'_> {
     pub fn stmts(&mut self, body: &[Stmt]) {
-        for s in body {
+        for (i, s) in body.iter().enumerate() {
             if self.stop {
+                // After a `return`: never run, as in Python.
+                self.reached.folded(&body[i..]);
                 break;
             }
             self.stmt(s);
@@ -22,6 +24,7 @@ impl Ck<'_> {
 
     fn stmt(&mut self, s: &Stmt) {
         self.loc = self.lines.loc(self.src, s.span.start);
+        self.reached.checked(s);
         match &s.kind {
             StmtKind::Expr(e) => {
                 self.eval(e);
@@ -110,7 +113,13 @@ impl Ck<'_> {
         let c = self.eval(cond);
         if let Some(t) = c.truthy() {
             if !matches!(c, Val::Var(_)) {
-                self.stmts(if t { then } else { otherwise });
+                let (taken, untaken) = if t {
+                    (then, otherwise)
+                } else {
+                    (otherwise, then)
+                };
+                self.reached.folded(untaken);
+                self.stmts(taken);
                 return;
             }
         }

@@ -137,6 +137,37 @@ impl Kernel {
         }
     }
 
+    /// The same kernel with every source position cleared: two layouts of one source (lines
+    /// split or joined, comments) must give equal kernels by this measure.
+    pub fn without_locs(&self) -> Kernel {
+        fn clear(body: &mut [Stmt]) {
+            for s in body {
+                s.loc = Loc::default();
+                match &mut s.kind {
+                    StmtKind::If {
+                        then, otherwise, ..
+                    } => {
+                        clear(then);
+                        clear(otherwise);
+                    }
+                    StmtKind::For { body, .. } => clear(body),
+                    StmtKind::While {
+                        cond_body, body, ..
+                    } => {
+                        clear(cond_body);
+                        clear(body);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut k = self.clone();
+        k.loc = Loc::default();
+        k.file = PathBuf::new();
+        clear(&mut k.body);
+        k
+    }
+
     pub fn ty(&self, v: VarId) -> &Type {
         &self.vars[v.0 as usize].ty
     }

@@ -10,6 +10,7 @@
 //! Errors recover: a bad statement is reported and skipped up to the end of its line (and its
 //! block), and parsing goes on, so one file yields all of its errors.
 
+mod coverage;
 mod expr;
 mod stmt;
 
@@ -69,6 +70,19 @@ pub fn parse(source: &str, kind: FileKind) -> (Module, Vec<ParseError>) {
         })
         .collect();
     errors.extend(p.errors);
+    // The safety net: code inside a kernel's text that no statement holds is an error, never
+    // silently dropped (coverage.rs).
+    for f in module.funcs.iter().filter(|f| !f.has_errors) {
+        if let Some(span) = coverage::uncovered(source, f) {
+            errors.push(ParseError {
+                span,
+                message: format!(
+                    "internal error: kwb's parser did not take this code into `{}`, so the kernel is not compiled rather than compiled without it; please report this with the file",
+                    f.name.name
+                ),
+            });
+        }
+    }
     errors.sort_by_key(|e| (e.span.start, e.span.end));
     errors.dedup();
     (module, errors)
