@@ -21,7 +21,7 @@ pub struct Case<'a> {
 }
 
 /// The job of `case`, planned as `kwb batch` plans it (same seed derivation), with its compile.
-fn planned(dir: &Path, arch: Arch, case: &Case) -> Result<(RunJob, CompiledVersion), String> {
+pub fn planned(dir: &Path, arch: Arch, case: &Case) -> Result<(RunJob, CompiledVersion), String> {
     let tag = tag(case);
     let path = dir.join(format!("{tag}.yaml"));
     std::fs::write(&path, case.yaml).unwrap();

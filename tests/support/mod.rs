@@ -5,7 +5,9 @@
 pub mod differential;
 pub mod emu_block;
 pub mod rng;
+pub mod tilegen;
 pub mod tmux;
+pub mod triton;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

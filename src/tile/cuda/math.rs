@@ -208,6 +208,8 @@ pub fn unary(op: UnOp, s: Scalar, x: &str) -> Result<String, String> {
         UnOp::Neg if s == Scalar::I1 => Ok(x.to_string()),
         UnOp::Neg => Ok(if s.is_float() {
             format!("-{x}")
+        } else if let Some(u) = wrapping(s) {
+            format!("({t})(0 - ({u}){x})")
         } else {
             format!("({t})(-{x})")
         }),
@@ -230,10 +232,24 @@ pub fn unary(op: UnOp, s: Scalar, x: &str) -> Result<String, String> {
         UnOp::Abs if f32 => Ok(format!("fabsf({x})")),
         UnOp::Abs if f64 => Ok(format!("fabs({x})")),
         UnOp::Abs if s.is_unsigned_int() || s == Scalar::I1 => Ok(x.to_string()),
-        UnOp::Abs => Ok(format!("({t})({x} < 0 ? -{x} : {x})")),
+        UnOp::Abs => Ok(match wrapping(s) {
+            // |INT_MIN| wraps to INT_MIN, as in Triton.
+            Some(u) => format!("({t})({x} < 0 ? 0 - ({u}){x} : ({u}){x})"),
+            None => format!("({t})({x} < 0 ? -{x} : {x})"),
+        }),
         UnOp::Sigmoid if f32 => Ok(format!("kwb_div(1.0f, 1.0f + kwb_exp(-{x}))")),
         UnOp::Sigmoid if f64 => Ok(format!("(1.0 / (1.0 + exp(-{x})))")),
         UnOp::Sigmoid => Err(format!("sigmoid on {}", s.triton_name())),
+    }
+}
+
+/// The unsigned C type that signed `s` is computed in where it could overflow: 32- and 64-bit
+/// ones (narrower ones are computed in `int`, where they cannot overflow).
+fn wrapping(s: Scalar) -> Option<&'static str> {
+    match s {
+        Scalar::I32 => Some("unsigned"),
+        Scalar::I64 => Some("unsigned long long"),
+        _ => None,
     }
 }
 
@@ -250,6 +266,18 @@ pub fn binary(op: BinOp, s: Scalar, a: &str, b: &str) -> Result<String, String> 
     let t = c_scalar(s);
     let int = !s.is_float();
     let sym = |o: &str| format!("({a} {o} {b})");
+    // Triton's integers wrap around (two's complement), but signed overflow is undefined in
+    // C++, and NVVM uses that (it folds `(a + a) / 2` to `a`): 32- and 64-bit signed `+ - *
+    // <<` are computed on the unsigned type of the same width, whose overflow is defined.
+    if let (Some(u), Add | Sub | Mul | Shl) = (wrapping(s), op) {
+        let o = match op {
+            Add => "+",
+            Sub => "-",
+            Mul => "*",
+            _ => "<<",
+        };
+        return Ok(format!("({t})(({u}){a} {o} ({u}){b})"));
+    }
     let typed = |o: &str| {
         if int {
             format!("({t})({a} {o} {b})")

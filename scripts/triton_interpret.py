@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Runs Triton kernels under Triton's own interpreter (TRITON_INTERPRET=1, torch on the CPU),
+for kwb's differential tests (tests/tile_differential.rs).
+
+A server: one JSON request per line on stdin, one JSON answer per line on stdout, so that
+torch and triton are imported once for many kernels. A request:
+
+    {"file": "/abs/k.py", "kernel": "k", "grid": [g0, g1, g2], "num_warps": 4,
+     "args": [{"npy": "/abs/x.npy", "out": "/abs/x.out.npy"}, {"int": 7}, {"float": 0.5}],
+     "constexprs": {"BLOCK": 64}}
+
+Each buffer argument is read from its `npy`, passed as a CPU tensor, and written after the
+launch to its `out`. The answer is {"ok": true} or {"ok": false, "error": "..."}.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402,F401
+
+
+def load(path, n):
+    spec = importlib.util.spec_from_file_location(f"kwb_diff_{n}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(req, n):
+    kernel = getattr(load(req["file"], n), req["kernel"])
+    args, outs = [], []
+    for a in req["args"]:
+        if "npy" in a:
+            t = torch.from_numpy(np.load(a["npy"]).copy())
+            args.append(t)
+            outs.append((t, a["out"]))
+        elif "int" in a:
+            args.append(int(a["int"]))
+        else:
+            args.append(float(a["float"]))
+    grid = tuple(req["grid"])
+    kernel[grid](*args, **req.get("constexprs", {}), num_warps=req.get("num_warps", 4))
+    for t, path in outs:
+        np.save(path, t.numpy())
+
+
+def main():
+    print(json.dumps({"ready": True, "triton": triton.__version__, "torch": torch.__version__}), flush=True)
+    for n, line in enumerate(sys.stdin):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            run(json.loads(line), n)
+            answer = {"ok": True}
+        except BaseException as e:  # noqa: BLE001 - every failure is reported to the caller
+            last = traceback.format_exception_only(type(e), e)[-1].strip()
+            answer = {"ok": False, "error": last[-2000:]}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()
