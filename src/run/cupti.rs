@@ -8,7 +8,7 @@
 //! torch.profiler and Nsight Systems ask for) are made by code CUPTI adds to every thread block,
 //! which slows kernels of many short blocks: on an H200 it read the 256Mi fp16 add with one
 //! element per thread 7.8% slower than CUDA events of the same launches did without it
-//! (docs/results). `KWB_TIMER=cupti-concurrent` selects them, for that comparison.
+//! (docs/performance.md). `KWB_TIMER=cupti-concurrent` selects them, for that comparison.
 //!
 //! libcupti is optional and loaded at run time by full path (`cupti_locate`); kwb looks up
 //! every entry point itself and never calls one it did not find, so a missing or odd CUPTI

@@ -23,7 +23,7 @@
 //!   an empty asm that pins the accumulator's registers behind it: ptxas serialises every
 //!   wgmma of the kernel (its advice C7514) if anything may read the accumulator while a wgmma
 //!   still writes it, and NVVM would otherwise hoist the epilogue's reads above the wait.
-//!   Measured on an H200 (docs/results): up to 11% faster than waiting for each stage's
+//!   Measured on an H200 (docs/performance.md): up to 11% faster than waiting for each stage's
 //!   wgmmas before the copies, and at most 1% slower in any configuration.
 
 use super::mma::Mma;
