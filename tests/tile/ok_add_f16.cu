@@ -32,13 +32,13 @@ extern "C" __global__ void __launch_bounds__(128, 8) add_kernel(__half* a_ptr_0,
 #line 12 "kernels/elementwise-add/v8.tile"
     t5 = 4096;
 #line 12 "kernels/elementwise-add/v8.tile"
-    t6 = (int)(pid_4 * t5);
+    t6 = (int)((unsigned)pid_4 * (unsigned)t5);
 #line 12 "kernels/elementwise-add/v8.tile"
     #pragma unroll
     for (int e = 0; e < 32; ++e) t8[e] = ((e / 8) * 128 + kwb_tid) * 8 + e % 8;
 #line 12 "kernels/elementwise-add/v8.tile"
     #pragma unroll
-    for (int e = 0; e < 32; ++e) offs_9[e] = (int)(t6 + t8[e]);
+    for (int e = 0; e < 32; ++e) offs_9[e] = (int)((unsigned)t6 + (unsigned)t8[e]);
 #line 12 "kernels/elementwise-add/v8.tile"
     #pragma unroll
     for (int e = 0; e < 32; ++e) mask_11[e] = (offs_9[e] < n_3);

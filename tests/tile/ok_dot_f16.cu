@@ -117,25 +117,25 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 8 "tests/tile/dot_cases.tile"
     t7 = 32;
 #line 8 "tests/tile/dot_cases.tile"
-    t8 = (int)(t6 * t7);
+    t8 = (int)((unsigned)t6 * (unsigned)t7);
 #line 8 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t9[e] = (kwb_tid) % 32;
 #line 8 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) rm_11[e] = (int)(t8 + t9[e]);
+    for (int e = 0; e < 1; ++e) rm_11[e] = (int)((unsigned)t8 + (unsigned)t9[e]);
 #line 9 "tests/tile/dot_cases.tile"
     t12 = (int)blockIdx.y;
 #line 9 "tests/tile/dot_cases.tile"
     t13 = 32;
 #line 9 "tests/tile/dot_cases.tile"
-    t14 = (int)(t12 * t13);
+    t14 = (int)((unsigned)t12 * (unsigned)t13);
 #line 9 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t15[e] = (kwb_tid) % 32;
 #line 9 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) rn_17[e] = (int)(t14 + t15[e]);
+    for (int e = 0; e < 1; ++e) rn_17[e] = (int)((unsigned)t14 + (unsigned)t15[e]);
 #line 10 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) rk_18[e] = (kwb_tid) % 16;
@@ -144,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t19[e] = rm_11[e];
 #line 11 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t21[e] = (int)(t19[e] * K_5);
+    for (int e = 0; e < 1; ++e) t21[e] = (int)((unsigned)t19[e] * (unsigned)K_5);
 #line 11 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t23[e] = a_ptr_0 + t21[e];
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
         const int g = (kwb_tid) * 4 + e % 4;
-        t26[e] = (a_ptr_0 + (int)((int)(t8 + (((g / 16)))) * K_5));
+        t26[e] = (a_ptr_0 + (int)((unsigned)(int)((unsigned)t8 + (unsigned)(((g / 16)))) * (unsigned)K_5));
     }
 #line 11 "tests/tile/dot_cases.tile"
     #pragma unroll
@@ -173,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t28[e] = rk_18[e];
 #line 12 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t30[e] = (int)(t28[e] * N_4);
+    for (int e = 0; e < 1; ++e) t30[e] = (int)((unsigned)t28[e] * (unsigned)N_4);
 #line 12 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t32[e] = b_ptr_1 + t30[e];
@@ -185,14 +185,14 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
         const int g = (kwb_tid) * 4 + e % 4;
-        t34[e] = (int)(t14 + (((g % 32))));
+        t34[e] = (int)((unsigned)t14 + (unsigned)(((g % 32))));
     }
 #line 12 "tests/tile/dot_cases.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
         const int g = (kwb_tid) * 4 + e % 4;
-        t35[e] = (b_ptr_1 + (int)((((g / 32))) * N_4));
+        t35[e] = (b_ptr_1 + (int)((unsigned)(((g / 32))) * (unsigned)N_4));
     }
 #line 12 "tests/tile/dot_cases.tile"
     #pragma unroll
@@ -202,11 +202,11 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 17 "tests/tile/dot_cases.tile"
     t39 = 16;
 #line 17 "tests/tile/dot_cases.tile"
-    t40 = (int)(K_5 + t39);
+    t40 = (int)((unsigned)K_5 + (unsigned)t39);
 #line 17 "tests/tile/dot_cases.tile"
     t41 = 1;
 #line 17 "tests/tile/dot_cases.tile"
-    t42 = (int)(t40 - t41);
+    t42 = (int)((unsigned)t40 - (unsigned)t41);
 #line 17 "tests/tile/dot_cases.tile"
     t43 = 16;
 #line 17 "tests/tile/dot_cases.tile"
@@ -252,9 +252,9 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 18 "tests/tile/dot_cases.tile"
                     t55 = 16;
 #line 18 "tests/tile/dot_cases.tile"
-                    t56 = (int)(k_50 * t55);
+                    t56 = (int)((unsigned)k_50 * (unsigned)t55);
 #line 18 "tests/tile/dot_cases.tile"
-                    t57 = (int)(K_5 - t56);
+                    t57 = (int)((unsigned)K_5 - (unsigned)t56);
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t57);
@@ -263,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int g = (kwb_tid) * 4 + e % 4;
-                        t60[e] = ((int)(t8 + (((g / 16)))) < M_3);
+                        t60[e] = ((int)((unsigned)t8 + (unsigned)(((g / 16)))) < M_3);
                     }
 #line 18 "tests/tile/dot_cases.tile"
                     // recomputed in this layout
@@ -294,9 +294,9 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 19 "tests/tile/dot_cases.tile"
                     t66 = 16;
 #line 19 "tests/tile/dot_cases.tile"
-                    t67 = (int)(k_50 * t66);
+                    t67 = (int)((unsigned)k_50 * (unsigned)t66);
 #line 19 "tests/tile/dot_cases.tile"
-                    t68 = (int)(K_5 - t67);
+                    t68 = (int)((unsigned)K_5 - (unsigned)t67);
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t68);
@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int g = (kwb_tid) * 4 + e % 4;
-                        t75[e] = ((int)(t14 + (((g % 32)))) < N_4);
+                        t75[e] = ((int)((unsigned)t14 + (unsigned)(((g % 32)))) < N_4);
                     }
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
@@ -341,7 +341,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 29 "tests/tile/dot_cases.tile"
                     t83 = 16;
 #line 29 "tests/tile/dot_cases.tile"
-                    t84 = (int)(t83 * N_4);
+                    t84 = (int)((unsigned)t83 * (unsigned)N_4);
                     kwb_po_a_ptrs_47 += (long long)t80;
                     kwb_po_b_ptrs_49 += (long long)t84;
                 }
@@ -368,9 +368,9 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 18 "tests/tile/dot_cases.tile"
                     t55 = 16;
 #line 18 "tests/tile/dot_cases.tile"
-                    t56 = (int)(k_50 * t55);
+                    t56 = (int)((unsigned)k_50 * (unsigned)t55);
 #line 18 "tests/tile/dot_cases.tile"
-                    t57 = (int)(K_5 - t56);
+                    t57 = (int)((unsigned)K_5 - (unsigned)t56);
 #line 18 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t59[e] = (t54[e] < t57);
@@ -379,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int g = (kwb_tid) * 4 + e % 4;
-                        t60[e] = ((int)(t8 + (((g / 16)))) < M_3);
+                        t60[e] = ((int)((unsigned)t8 + (unsigned)(((g / 16)))) < M_3);
                     }
 #line 18 "tests/tile/dot_cases.tile"
                     // recomputed in this layout
@@ -410,9 +410,9 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 19 "tests/tile/dot_cases.tile"
                     t66 = 16;
 #line 19 "tests/tile/dot_cases.tile"
-                    t67 = (int)(k_50 * t66);
+                    t67 = (int)((unsigned)k_50 * (unsigned)t66);
 #line 19 "tests/tile/dot_cases.tile"
-                    t68 = (int)(K_5 - t67);
+                    t68 = (int)((unsigned)K_5 - (unsigned)t67);
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t70[e] = (t65[e] < t68);
@@ -434,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
                     #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         const int g = (kwb_tid) * 4 + e % 4;
-                        t75[e] = ((int)(t14 + (((g % 32)))) < N_4);
+                        t75[e] = ((int)((unsigned)t14 + (unsigned)(((g % 32)))) < N_4);
                     }
 #line 19 "tests/tile/dot_cases.tile"
                     #pragma unroll
@@ -457,7 +457,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
 #line 29 "tests/tile/dot_cases.tile"
                     t83 = 16;
 #line 29 "tests/tile/dot_cases.tile"
-                    t84 = (int)(t83 * N_4);
+                    t84 = (int)((unsigned)t83 * (unsigned)N_4);
                     kwb_po_a_ptrs_47 += (long long)t80;
                     kwb_po_b_ptrs_49 += (long long)t84;
                 }
@@ -506,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 1; ++e) t87[e] = rm_11[e];
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t89[e] = (int)(t87[e] * N_4);
+    for (int e = 0; e < 1; ++e) t89[e] = (int)((unsigned)t87[e] * (unsigned)N_4);
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t91[e] = c_ptr_2 + t89[e];
@@ -519,7 +519,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 8; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t93[e] = (int)(t14 + ((kwb_c)));
+        t93[e] = (int)((unsigned)t14 + (unsigned)((kwb_c)));
     }
 #line 32 "tests/tile/dot_cases.tile"
     // recomputed in this layout
@@ -527,7 +527,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 8; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t94[e] = (c_ptr_2 + (int)((int)(t8 + ((kwb_r))) * N_4));
+        t94[e] = (c_ptr_2 + (int)((unsigned)(int)((unsigned)t8 + (unsigned)((kwb_r))) * (unsigned)N_4));
     }
 #line 32 "tests/tile/dot_cases.tile"
     #pragma unroll
@@ -550,7 +550,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 8; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t102[e] = ((int)(t8 + ((kwb_r))) < M_3);
+        t102[e] = ((int)((unsigned)t8 + (unsigned)((kwb_r))) < M_3);
     }
 #line 33 "tests/tile/dot_cases.tile"
     // recomputed in this layout
@@ -558,7 +558,7 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 8; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t103[e] = ((int)(t14 + ((kwb_c))) < N_4);
+        t103[e] = ((int)((unsigned)t14 + (unsigned)((kwb_c))) < N_4);
     }
 #line 33 "tests/tile/dot_cases.tile"
     #pragma unroll
@@ -568,6 +568,6 @@ extern "C" __global__ void __launch_bounds__(128) mm(__half* a_ptr_0, __half* b_
     for (int e = 0; e < 8; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 4) / 2) * 16 + (e / 8) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 4) % 2) * 16 + ((e / 4) % 2) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        kwb_st32(((c_ptr_2 + (int)((int)(t8 + ((kwb_r))) * N_4)) + (int)(t14 + ((kwb_c)))), __float_as_uint(acc_48[e]), (bool)(((int)(t8 + ((kwb_r))) < M_3) & ((int)(t14 + ((kwb_c))) < N_4)));
+        kwb_st32(((c_ptr_2 + (int)((unsigned)(int)((unsigned)t8 + (unsigned)((kwb_r))) * (unsigned)N_4)) + (int)((unsigned)t14 + (unsigned)((kwb_c)))), __float_as_uint(acc_48[e]), (bool)(((int)((unsigned)t8 + (unsigned)((kwb_r))) < M_3) & ((int)((unsigned)t14 + (unsigned)((kwb_c))) < N_4)));
     }
 }

@@ -42,13 +42,13 @@ extern "C" __global__ void __launch_bounds__(128, 8) gelu_kernel(float* x_ptr_0,
 #line 9 "kernels/gelu/v4.tile"
     t4 = 2048;
 #line 9 "kernels/gelu/v4.tile"
-    t5 = (int)(pid_3 * t4);
+    t5 = (int)((unsigned)pid_3 * (unsigned)t4);
 #line 9 "kernels/gelu/v4.tile"
     #pragma unroll
     for (int e = 0; e < 16; ++e) t7[e] = ((e / 4) * 128 + kwb_tid) * 4 + e % 4;
 #line 9 "kernels/gelu/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 16; ++e) offs_8[e] = (int)(t5 + t7[e]);
+    for (int e = 0; e < 16; ++e) offs_8[e] = (int)((unsigned)t5 + (unsigned)t7[e]);
 #line 9 "kernels/gelu/v4.tile"
     #pragma unroll
     for (int e = 0; e < 16; ++e) mask_10[e] = (offs_8[e] < n_2);

@@ -197,11 +197,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 20 "kernels/matmul/v4.tile"
     t7 = 128;
 #line 20 "kernels/matmul/v4.tile"
-    t8 = (int)(M_3 + t7);
+    t8 = (int)((unsigned)M_3 + (unsigned)t7);
 #line 20 "kernels/matmul/v4.tile"
     t9 = 1;
 #line 20 "kernels/matmul/v4.tile"
-    t10 = (int)(t8 - t9);
+    t10 = (int)((unsigned)t8 - (unsigned)t9);
 #line 20 "kernels/matmul/v4.tile"
     t11 = 128;
 #line 20 "kernels/matmul/v4.tile"
@@ -209,11 +209,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 21 "kernels/matmul/v4.tile"
     t13 = 256;
 #line 21 "kernels/matmul/v4.tile"
-    t14 = (int)(N_4 + t13);
+    t14 = (int)((unsigned)N_4 + (unsigned)t13);
 #line 21 "kernels/matmul/v4.tile"
     t15 = 1;
 #line 21 "kernels/matmul/v4.tile"
-    t16 = (int)(t14 - t15);
+    t16 = (int)((unsigned)t14 - (unsigned)t15);
 #line 21 "kernels/matmul/v4.tile"
     t17 = 256;
 #line 21 "kernels/matmul/v4.tile"
@@ -221,15 +221,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 22 "kernels/matmul/v4.tile"
     t19 = 8;
 #line 22 "kernels/matmul/v4.tile"
-    per_group_20 = (int)(t19 * num_pid_n_18);
+    per_group_20 = (int)((unsigned)t19 * (unsigned)num_pid_n_18);
 #line 23 "kernels/matmul/v4.tile"
     t21 = (int)(pid_6 / per_group_20);
 #line 23 "kernels/matmul/v4.tile"
     t22 = 8;
 #line 23 "kernels/matmul/v4.tile"
-    first_m_23 = (int)(t21 * t22);
+    first_m_23 = (int)((unsigned)t21 * (unsigned)t22);
 #line 24 "kernels/matmul/v4.tile"
-    t24 = (int)(num_pid_m_12 - first_m_23);
+    t24 = (int)((unsigned)num_pid_m_12 - (unsigned)first_m_23);
 #line 24 "kernels/matmul/v4.tile"
     t25 = 8;
 #line 24 "kernels/matmul/v4.tile"
@@ -239,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 25 "kernels/matmul/v4.tile"
     t28 = (int)(t27 % group_m_26);
 #line 25 "kernels/matmul/v4.tile"
-    pid_m_29 = (int)(first_m_23 + t28);
+    pid_m_29 = (int)((unsigned)first_m_23 + (unsigned)t28);
 #line 26 "kernels/matmul/v4.tile"
     t30 = (int)(pid_6 % per_group_20);
 #line 26 "kernels/matmul/v4.tile"
@@ -259,26 +259,26 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 34 "kernels/matmul/v4.tile"
     t36 = 128;
 #line 34 "kernels/matmul/v4.tile"
-    t37 = (int)(pid_m_29 * t36);
+    t37 = (int)((unsigned)pid_m_29 * (unsigned)t36);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t38[e] = (kwb_tid) % 128;
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t40[e] = (int)(t37 + t38[e]);
+    for (int e = 0; e < 1; ++e) t40[e] = (int)((unsigned)t37 + (unsigned)t38[e]);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) offs_am_42[e] = (int)(t40[e] % M_3);
 #line 35 "kernels/matmul/v4.tile"
     t43 = 256;
 #line 35 "kernels/matmul/v4.tile"
-    t44 = (int)(pid_n_31 * t43);
+    t44 = (int)((unsigned)pid_n_31 * (unsigned)t43);
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t45[e] = kwb_tid;
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t47[e] = (int)(t44 + t45[e]);
+    for (int e = 0; e < 1; ++e) t47[e] = (int)((unsigned)t44 + (unsigned)t45[e]);
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) offs_bn_49[e] = (int)(t47[e] % N_4);
@@ -290,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 1; ++e) t51[e] = offs_am_42[e];
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t53[e] = (int)(t51[e] * K_5);
+    for (int e = 0; e < 1; ++e) t53[e] = (int)((unsigned)t51[e] * (unsigned)K_5);
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t55[e] = a_ptr_0 + t53[e];
@@ -309,7 +309,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 32; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t58[e] = (a_ptr_0 + (int)((int)((int)(t37 + (((g / 64)))) % M_3) * K_5));
+        t58[e] = (a_ptr_0 + (int)((unsigned)(int)((int)((unsigned)t37 + (unsigned)(((g / 64)))) % M_3) * (unsigned)K_5));
     }
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -319,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 1; ++e) t60[e] = offs_k_50[e];
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t62[e] = (int)(t60[e] * N_4);
+    for (int e = 0; e < 1; ++e) t62[e] = (int)((unsigned)t60[e] * (unsigned)N_4);
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t64[e] = b_ptr_1 + t62[e];
@@ -331,14 +331,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 64; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t66[e] = (int)((int)(t44 + (((g % 256)))) % N_4);
+        t66[e] = (int)((int)((unsigned)t44 + (unsigned)(((g % 256)))) % N_4);
     }
 #line 38 "kernels/matmul/v4.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 64; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t67[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
+        t67[e] = (b_ptr_1 + (int)((unsigned)(((g / 256))) * (unsigned)N_4));
     }
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -348,11 +348,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 41 "kernels/matmul/v4.tile"
     t71 = 64;
 #line 41 "kernels/matmul/v4.tile"
-    t72 = (int)(K_5 + t71);
+    t72 = (int)((unsigned)K_5 + (unsigned)t71);
 #line 41 "kernels/matmul/v4.tile"
     t73 = 1;
 #line 41 "kernels/matmul/v4.tile"
-    t74 = (int)(t72 - t73);
+    t74 = (int)((unsigned)t72 - (unsigned)t73);
 #line 41 "kernels/matmul/v4.tile"
     t75 = 64;
 #line 41 "kernels/matmul/v4.tile"
@@ -389,9 +389,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 42 "kernels/matmul/v4.tile"
                     t84 = 64;
 #line 42 "kernels/matmul/v4.tile"
-                    t85 = (int)(k_82 * t84);
+                    t85 = (int)((unsigned)k_82 * (unsigned)t84);
 #line 42 "kernels/matmul/v4.tile"
-                    t86 = (int)(K_5 - t85);
+                    t86 = (int)((unsigned)K_5 - (unsigned)t85);
 #line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t88[e] = (t83[e] < t86);
@@ -409,23 +409,23 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 42 "kernels/matmul/v4.tile"
                     t148 = 1024;
 #line 42 "kernels/matmul/v4.tile"
-                    t149 = (int)(t21 * t148);
+                    t149 = (int)((unsigned)t21 * (unsigned)t148);
 #line 42 "kernels/matmul/v4.tile"
-                    t150 = (int)(t147 + t149);
+                    t150 = (int)((unsigned)t147 + (unsigned)t149);
 #line 42 "kernels/matmul/v4.tile"
                     t151 = 128;
 #line 42 "kernels/matmul/v4.tile"
-                    t152 = (int)(t28 * t151);
+                    t152 = (int)((unsigned)t28 * (unsigned)t151);
 #line 42 "kernels/matmul/v4.tile"
-                    t153 = (int)(t150 + t152);
+                    t153 = (int)((unsigned)t150 + (unsigned)t152);
 #line 42 "kernels/matmul/v4.tile"
                     t154 = 0;
 #line 42 "kernels/matmul/v4.tile"
                     t155 = 64;
 #line 42 "kernels/matmul/v4.tile"
-                    t156 = (int)(k_82 * t155);
+                    t156 = (int)((unsigned)k_82 * (unsigned)t155);
 #line 42 "kernels/matmul/v4.tile"
-                    t157 = (int)(t154 + t156);
+                    t157 = (int)((unsigned)t154 + (unsigned)t156);
 #line 42 "kernels/matmul/v4.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
@@ -437,9 +437,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 43 "kernels/matmul/v4.tile"
                     t93 = 64;
 #line 43 "kernels/matmul/v4.tile"
-                    t94 = (int)(k_82 * t93);
+                    t94 = (int)((unsigned)k_82 * (unsigned)t93);
 #line 43 "kernels/matmul/v4.tile"
-                    t95 = (int)(K_5 - t94);
+                    t95 = (int)((unsigned)K_5 - (unsigned)t94);
 #line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t97[e] = (t92[e] < t95);
@@ -457,17 +457,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 43 "kernels/matmul/v4.tile"
                     t139 = 64;
 #line 43 "kernels/matmul/v4.tile"
-                    t140 = (int)(k_82 * t139);
+                    t140 = (int)((unsigned)k_82 * (unsigned)t139);
 #line 43 "kernels/matmul/v4.tile"
-                    t141 = (int)(t138 + t140);
+                    t141 = (int)((unsigned)t138 + (unsigned)t140);
 #line 43 "kernels/matmul/v4.tile"
                     t142 = 0;
 #line 43 "kernels/matmul/v4.tile"
                     t143 = 256;
 #line 43 "kernels/matmul/v4.tile"
-                    t144 = (int)(pid_n_31 * t143);
+                    t144 = (int)((unsigned)pid_n_31 * (unsigned)t143);
 #line 43 "kernels/matmul/v4.tile"
-                    t145 = (int)(t142 + t144);
+                    t145 = (int)((unsigned)t142 + (unsigned)t144);
 #line 43 "kernels/matmul/v4.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
@@ -481,7 +481,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 46 "kernels/matmul/v4.tile"
                     t105 = 64;
 #line 46 "kernels/matmul/v4.tile"
-                    t106 = (int)(t105 * N_4);
+                    t106 = (int)((unsigned)t105 * (unsigned)N_4);
                     kwb_po_a_ptrs_79 += (long long)t102;
                     kwb_po_b_ptrs_81 += (long long)t106;
                 }
@@ -523,9 +523,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 42 "kernels/matmul/v4.tile"
                     t84 = 64;
 #line 42 "kernels/matmul/v4.tile"
-                    t85 = (int)(k_82 * t84);
+                    t85 = (int)((unsigned)k_82 * (unsigned)t84);
 #line 42 "kernels/matmul/v4.tile"
-                    t86 = (int)(K_5 - t85);
+                    t86 = (int)((unsigned)K_5 - (unsigned)t85);
 #line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t88[e] = (t83[e] < t86);
@@ -543,23 +543,23 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 42 "kernels/matmul/v4.tile"
                     t148 = 1024;
 #line 42 "kernels/matmul/v4.tile"
-                    t149 = (int)(t21 * t148);
+                    t149 = (int)((unsigned)t21 * (unsigned)t148);
 #line 42 "kernels/matmul/v4.tile"
-                    t150 = (int)(t147 + t149);
+                    t150 = (int)((unsigned)t147 + (unsigned)t149);
 #line 42 "kernels/matmul/v4.tile"
                     t151 = 128;
 #line 42 "kernels/matmul/v4.tile"
-                    t152 = (int)(t28 * t151);
+                    t152 = (int)((unsigned)t28 * (unsigned)t151);
 #line 42 "kernels/matmul/v4.tile"
-                    t153 = (int)(t150 + t152);
+                    t153 = (int)((unsigned)t150 + (unsigned)t152);
 #line 42 "kernels/matmul/v4.tile"
                     t154 = 0;
 #line 42 "kernels/matmul/v4.tile"
                     t155 = 64;
 #line 42 "kernels/matmul/v4.tile"
-                    t156 = (int)(k_82 * t155);
+                    t156 = (int)((unsigned)k_82 * (unsigned)t155);
 #line 42 "kernels/matmul/v4.tile"
-                    t157 = (int)(t154 + t156);
+                    t157 = (int)((unsigned)t154 + (unsigned)t156);
 #line 42 "kernels/matmul/v4.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
@@ -571,9 +571,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 43 "kernels/matmul/v4.tile"
                     t93 = 64;
 #line 43 "kernels/matmul/v4.tile"
-                    t94 = (int)(k_82 * t93);
+                    t94 = (int)((unsigned)k_82 * (unsigned)t93);
 #line 43 "kernels/matmul/v4.tile"
-                    t95 = (int)(K_5 - t94);
+                    t95 = (int)((unsigned)K_5 - (unsigned)t94);
 #line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t97[e] = (t92[e] < t95);
@@ -591,17 +591,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 43 "kernels/matmul/v4.tile"
                     t139 = 64;
 #line 43 "kernels/matmul/v4.tile"
-                    t140 = (int)(k_82 * t139);
+                    t140 = (int)((unsigned)k_82 * (unsigned)t139);
 #line 43 "kernels/matmul/v4.tile"
-                    t141 = (int)(t138 + t140);
+                    t141 = (int)((unsigned)t138 + (unsigned)t140);
 #line 43 "kernels/matmul/v4.tile"
                     t142 = 0;
 #line 43 "kernels/matmul/v4.tile"
                     t143 = 256;
 #line 43 "kernels/matmul/v4.tile"
-                    t144 = (int)(pid_n_31 * t143);
+                    t144 = (int)((unsigned)pid_n_31 * (unsigned)t143);
 #line 43 "kernels/matmul/v4.tile"
-                    t145 = (int)(t142 + t144);
+                    t145 = (int)((unsigned)t142 + (unsigned)t144);
 #line 43 "kernels/matmul/v4.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
@@ -615,7 +615,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 46 "kernels/matmul/v4.tile"
                     t105 = 64;
 #line 46 "kernels/matmul/v4.tile"
-                    t106 = (int)(t105 * N_4);
+                    t106 = (int)((unsigned)t105 * (unsigned)N_4);
                     kwb_po_a_ptrs_79 += (long long)t102;
                     kwb_po_b_ptrs_81 += (long long)t106;
                 }
@@ -649,11 +649,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 20 "kernels/matmul/v4.tile"
     t7 = 128;
 #line 20 "kernels/matmul/v4.tile"
-    t8 = (int)(M_3 + t7);
+    t8 = (int)((unsigned)M_3 + (unsigned)t7);
 #line 20 "kernels/matmul/v4.tile"
     t9 = 1;
 #line 20 "kernels/matmul/v4.tile"
-    t10 = (int)(t8 - t9);
+    t10 = (int)((unsigned)t8 - (unsigned)t9);
 #line 20 "kernels/matmul/v4.tile"
     t11 = 128;
 #line 20 "kernels/matmul/v4.tile"
@@ -661,11 +661,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 21 "kernels/matmul/v4.tile"
     t13 = 256;
 #line 21 "kernels/matmul/v4.tile"
-    t14 = (int)(N_4 + t13);
+    t14 = (int)((unsigned)N_4 + (unsigned)t13);
 #line 21 "kernels/matmul/v4.tile"
     t15 = 1;
 #line 21 "kernels/matmul/v4.tile"
-    t16 = (int)(t14 - t15);
+    t16 = (int)((unsigned)t14 - (unsigned)t15);
 #line 21 "kernels/matmul/v4.tile"
     t17 = 256;
 #line 21 "kernels/matmul/v4.tile"
@@ -673,15 +673,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 22 "kernels/matmul/v4.tile"
     t19 = 8;
 #line 22 "kernels/matmul/v4.tile"
-    per_group_20 = (int)(t19 * num_pid_n_18);
+    per_group_20 = (int)((unsigned)t19 * (unsigned)num_pid_n_18);
 #line 23 "kernels/matmul/v4.tile"
     t21 = (int)(pid_6 / per_group_20);
 #line 23 "kernels/matmul/v4.tile"
     t22 = 8;
 #line 23 "kernels/matmul/v4.tile"
-    first_m_23 = (int)(t21 * t22);
+    first_m_23 = (int)((unsigned)t21 * (unsigned)t22);
 #line 24 "kernels/matmul/v4.tile"
-    t24 = (int)(num_pid_m_12 - first_m_23);
+    t24 = (int)((unsigned)num_pid_m_12 - (unsigned)first_m_23);
 #line 24 "kernels/matmul/v4.tile"
     t25 = 8;
 #line 24 "kernels/matmul/v4.tile"
@@ -691,7 +691,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 25 "kernels/matmul/v4.tile"
     t28 = (int)(t27 % group_m_26);
 #line 25 "kernels/matmul/v4.tile"
-    pid_m_29 = (int)(first_m_23 + t28);
+    pid_m_29 = (int)((unsigned)first_m_23 + (unsigned)t28);
 #line 26 "kernels/matmul/v4.tile"
     t30 = (int)(pid_6 % per_group_20);
 #line 26 "kernels/matmul/v4.tile"
@@ -711,26 +711,26 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 34 "kernels/matmul/v4.tile"
     t36 = 128;
 #line 34 "kernels/matmul/v4.tile"
-    t37 = (int)(pid_m_29 * t36);
+    t37 = (int)((unsigned)pid_m_29 * (unsigned)t36);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t38[e] = (kwb_tid) % 128;
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t40[e] = (int)(t37 + t38[e]);
+    for (int e = 0; e < 1; ++e) t40[e] = (int)((unsigned)t37 + (unsigned)t38[e]);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) offs_am_42[e] = (int)(t40[e] % M_3);
 #line 35 "kernels/matmul/v4.tile"
     t43 = 256;
 #line 35 "kernels/matmul/v4.tile"
-    t44 = (int)(pid_n_31 * t43);
+    t44 = (int)((unsigned)pid_n_31 * (unsigned)t43);
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t45[e] = kwb_tid;
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t47[e] = (int)(t44 + t45[e]);
+    for (int e = 0; e < 1; ++e) t47[e] = (int)((unsigned)t44 + (unsigned)t45[e]);
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) offs_bn_49[e] = (int)(t47[e] % N_4);
@@ -742,7 +742,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 1; ++e) t51[e] = offs_am_42[e];
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t53[e] = (int)(t51[e] * K_5);
+    for (int e = 0; e < 1; ++e) t53[e] = (int)((unsigned)t51[e] * (unsigned)K_5);
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t55[e] = a_ptr_0 + t53[e];
@@ -761,7 +761,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 32; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t58[e] = (a_ptr_0 + (int)((int)((int)(t37 + (((g / 64)))) % M_3) * K_5));
+        t58[e] = (a_ptr_0 + (int)((unsigned)(int)((int)((unsigned)t37 + (unsigned)(((g / 64)))) % M_3) * (unsigned)K_5));
     }
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -771,7 +771,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 1; ++e) t60[e] = offs_k_50[e];
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t62[e] = (int)(t60[e] * N_4);
+    for (int e = 0; e < 1; ++e) t62[e] = (int)((unsigned)t60[e] * (unsigned)N_4);
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t64[e] = b_ptr_1 + t62[e];
@@ -783,14 +783,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 64; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t66[e] = (int)((int)(t44 + (((g % 256)))) % N_4);
+        t66[e] = (int)((int)((unsigned)t44 + (unsigned)(((g % 256)))) % N_4);
     }
 #line 38 "kernels/matmul/v4.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 64; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t67[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
+        t67[e] = (b_ptr_1 + (int)((unsigned)(((g / 256))) * (unsigned)N_4));
     }
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -800,11 +800,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 41 "kernels/matmul/v4.tile"
     t71 = 64;
 #line 41 "kernels/matmul/v4.tile"
-    t72 = (int)(K_5 + t71);
+    t72 = (int)((unsigned)K_5 + (unsigned)t71);
 #line 41 "kernels/matmul/v4.tile"
     t73 = 1;
 #line 41 "kernels/matmul/v4.tile"
-    t74 = (int)(t72 - t73);
+    t74 = (int)((unsigned)t72 - (unsigned)t73);
 #line 41 "kernels/matmul/v4.tile"
     t75 = 64;
 #line 41 "kernels/matmul/v4.tile"
@@ -838,9 +838,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 42 "kernels/matmul/v4.tile"
                     t84 = 64;
 #line 42 "kernels/matmul/v4.tile"
-                    t85 = (int)(k_82 * t84);
+                    t85 = (int)((unsigned)k_82 * (unsigned)t84);
 #line 42 "kernels/matmul/v4.tile"
-                    t86 = (int)(K_5 - t85);
+                    t86 = (int)((unsigned)K_5 - (unsigned)t85);
 #line 42 "kernels/matmul/v4.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t88[e] = (t83[e] < t86);
@@ -858,23 +858,23 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 42 "kernels/matmul/v4.tile"
                     t148 = 1024;
 #line 42 "kernels/matmul/v4.tile"
-                    t149 = (int)(t21 * t148);
+                    t149 = (int)((unsigned)t21 * (unsigned)t148);
 #line 42 "kernels/matmul/v4.tile"
-                    t150 = (int)(t147 + t149);
+                    t150 = (int)((unsigned)t147 + (unsigned)t149);
 #line 42 "kernels/matmul/v4.tile"
                     t151 = 128;
 #line 42 "kernels/matmul/v4.tile"
-                    t152 = (int)(t28 * t151);
+                    t152 = (int)((unsigned)t28 * (unsigned)t151);
 #line 42 "kernels/matmul/v4.tile"
-                    t153 = (int)(t150 + t152);
+                    t153 = (int)((unsigned)t150 + (unsigned)t152);
 #line 42 "kernels/matmul/v4.tile"
                     t154 = 0;
 #line 42 "kernels/matmul/v4.tile"
                     t155 = 64;
 #line 42 "kernels/matmul/v4.tile"
-                    t156 = (int)(k_82 * t155);
+                    t156 = (int)((unsigned)k_82 * (unsigned)t155);
 #line 42 "kernels/matmul/v4.tile"
-                    t157 = (int)(t154 + t156);
+                    t157 = (int)((unsigned)t154 + (unsigned)t156);
 #line 42 "kernels/matmul/v4.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
@@ -886,9 +886,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 43 "kernels/matmul/v4.tile"
                     t93 = 64;
 #line 43 "kernels/matmul/v4.tile"
-                    t94 = (int)(k_82 * t93);
+                    t94 = (int)((unsigned)k_82 * (unsigned)t93);
 #line 43 "kernels/matmul/v4.tile"
-                    t95 = (int)(K_5 - t94);
+                    t95 = (int)((unsigned)K_5 - (unsigned)t94);
 #line 43 "kernels/matmul/v4.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t97[e] = (t92[e] < t95);
@@ -906,17 +906,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 43 "kernels/matmul/v4.tile"
                     t139 = 64;
 #line 43 "kernels/matmul/v4.tile"
-                    t140 = (int)(k_82 * t139);
+                    t140 = (int)((unsigned)k_82 * (unsigned)t139);
 #line 43 "kernels/matmul/v4.tile"
-                    t141 = (int)(t138 + t140);
+                    t141 = (int)((unsigned)t138 + (unsigned)t140);
 #line 43 "kernels/matmul/v4.tile"
                     t142 = 0;
 #line 43 "kernels/matmul/v4.tile"
                     t143 = 256;
 #line 43 "kernels/matmul/v4.tile"
-                    t144 = (int)(pid_n_31 * t143);
+                    t144 = (int)((unsigned)pid_n_31 * (unsigned)t143);
 #line 43 "kernels/matmul/v4.tile"
-                    t145 = (int)(t142 + t144);
+                    t145 = (int)((unsigned)t142 + (unsigned)t144);
 #line 43 "kernels/matmul/v4.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
@@ -930,7 +930,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 46 "kernels/matmul/v4.tile"
                     t105 = 64;
 #line 46 "kernels/matmul/v4.tile"
-                    t106 = (int)(t105 * N_4);
+                    t106 = (int)((unsigned)t105 * (unsigned)N_4);
                     kwb_po_a_ptrs_79 += (long long)t102;
                     kwb_po_b_ptrs_81 += (long long)t106;
                 }
@@ -1015,11 +1015,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 20 "kernels/matmul/v4.tile"
     t7 = 128;
 #line 20 "kernels/matmul/v4.tile"
-    t8 = (int)(M_3 + t7);
+    t8 = (int)((unsigned)M_3 + (unsigned)t7);
 #line 20 "kernels/matmul/v4.tile"
     t9 = 1;
 #line 20 "kernels/matmul/v4.tile"
-    t10 = (int)(t8 - t9);
+    t10 = (int)((unsigned)t8 - (unsigned)t9);
 #line 20 "kernels/matmul/v4.tile"
     t11 = 128;
 #line 20 "kernels/matmul/v4.tile"
@@ -1027,11 +1027,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 21 "kernels/matmul/v4.tile"
     t13 = 256;
 #line 21 "kernels/matmul/v4.tile"
-    t14 = (int)(N_4 + t13);
+    t14 = (int)((unsigned)N_4 + (unsigned)t13);
 #line 21 "kernels/matmul/v4.tile"
     t15 = 1;
 #line 21 "kernels/matmul/v4.tile"
-    t16 = (int)(t14 - t15);
+    t16 = (int)((unsigned)t14 - (unsigned)t15);
 #line 21 "kernels/matmul/v4.tile"
     t17 = 256;
 #line 21 "kernels/matmul/v4.tile"
@@ -1039,15 +1039,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 22 "kernels/matmul/v4.tile"
     t19 = 8;
 #line 22 "kernels/matmul/v4.tile"
-    per_group_20 = (int)(t19 * num_pid_n_18);
+    per_group_20 = (int)((unsigned)t19 * (unsigned)num_pid_n_18);
 #line 23 "kernels/matmul/v4.tile"
     t21 = (int)(pid_6 / per_group_20);
 #line 23 "kernels/matmul/v4.tile"
     t22 = 8;
 #line 23 "kernels/matmul/v4.tile"
-    first_m_23 = (int)(t21 * t22);
+    first_m_23 = (int)((unsigned)t21 * (unsigned)t22);
 #line 24 "kernels/matmul/v4.tile"
-    t24 = (int)(num_pid_m_12 - first_m_23);
+    t24 = (int)((unsigned)num_pid_m_12 - (unsigned)first_m_23);
 #line 24 "kernels/matmul/v4.tile"
     t25 = 8;
 #line 24 "kernels/matmul/v4.tile"
@@ -1057,7 +1057,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 25 "kernels/matmul/v4.tile"
     t28 = (int)(t27 % group_m_26);
 #line 25 "kernels/matmul/v4.tile"
-    pid_m_29 = (int)(first_m_23 + t28);
+    pid_m_29 = (int)((unsigned)first_m_23 + (unsigned)t28);
 #line 26 "kernels/matmul/v4.tile"
     t30 = (int)(pid_6 % per_group_20);
 #line 26 "kernels/matmul/v4.tile"
@@ -1077,26 +1077,26 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 34 "kernels/matmul/v4.tile"
     t36 = 128;
 #line 34 "kernels/matmul/v4.tile"
-    t37 = (int)(pid_m_29 * t36);
+    t37 = (int)((unsigned)pid_m_29 * (unsigned)t36);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t38[e] = (kwb_tid) % 128;
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t40[e] = (int)(t37 + t38[e]);
+    for (int e = 0; e < 1; ++e) t40[e] = (int)((unsigned)t37 + (unsigned)t38[e]);
 #line 34 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) offs_am_42[e] = (int)(t40[e] % M_3);
 #line 35 "kernels/matmul/v4.tile"
     t43 = 256;
 #line 35 "kernels/matmul/v4.tile"
-    t44 = (int)(pid_n_31 * t43);
+    t44 = (int)((unsigned)pid_n_31 * (unsigned)t43);
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t45[e] = kwb_tid;
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t47[e] = (int)(t44 + t45[e]);
+    for (int e = 0; e < 1; ++e) t47[e] = (int)((unsigned)t44 + (unsigned)t45[e]);
 #line 35 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) offs_bn_49[e] = (int)(t47[e] % N_4);
@@ -1108,7 +1108,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 1; ++e) t51[e] = offs_am_42[e];
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t53[e] = (int)(t51[e] * K_5);
+    for (int e = 0; e < 1; ++e) t53[e] = (int)((unsigned)t51[e] * (unsigned)K_5);
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t55[e] = a_ptr_0 + t53[e];
@@ -1127,7 +1127,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 32; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t58[e] = (a_ptr_0 + (int)((int)((int)(t37 + (((g / 64)))) % M_3) * K_5));
+        t58[e] = (a_ptr_0 + (int)((unsigned)(int)((int)((unsigned)t37 + (unsigned)(((g / 64)))) % M_3) * (unsigned)K_5));
     }
 #line 37 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -1137,7 +1137,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 1; ++e) t60[e] = offs_k_50[e];
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t62[e] = (int)(t60[e] * N_4);
+    for (int e = 0; e < 1; ++e) t62[e] = (int)((unsigned)t60[e] * (unsigned)N_4);
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t64[e] = b_ptr_1 + t62[e];
@@ -1149,14 +1149,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 64; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t66[e] = (int)((int)(t44 + (((g % 256)))) % N_4);
+        t66[e] = (int)((int)((unsigned)t44 + (unsigned)(((g % 256)))) % N_4);
     }
 #line 38 "kernels/matmul/v4.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 64; ++e) {
         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-        t67[e] = (b_ptr_1 + (int)((((g / 256))) * N_4));
+        t67[e] = (b_ptr_1 + (int)((unsigned)(((g / 256))) * (unsigned)N_4));
     }
 #line 38 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -1166,11 +1166,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 41 "kernels/matmul/v4.tile"
     t71 = 64;
 #line 41 "kernels/matmul/v4.tile"
-    t72 = (int)(K_5 + t71);
+    t72 = (int)((unsigned)K_5 + (unsigned)t71);
 #line 41 "kernels/matmul/v4.tile"
     t73 = 1;
 #line 41 "kernels/matmul/v4.tile"
-    t74 = (int)(t72 - t73);
+    t74 = (int)((unsigned)t72 - (unsigned)t73);
 #line 41 "kernels/matmul/v4.tile"
     t75 = 64;
 #line 41 "kernels/matmul/v4.tile"
@@ -1185,29 +1185,29 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 49 "kernels/matmul/v4.tile"
     t110 = 128;
 #line 49 "kernels/matmul/v4.tile"
-    t111 = (int)(pid_m_29 * t110);
+    t111 = (int)((unsigned)pid_m_29 * (unsigned)t110);
 #line 49 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t112[e] = (kwb_tid) % 128;
 #line 49 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cm_114[e] = (int)(t111 + t112[e]);
+    for (int e = 0; e < 1; ++e) offs_cm_114[e] = (int)((unsigned)t111 + (unsigned)t112[e]);
 #line 50 "kernels/matmul/v4.tile"
     t115 = 256;
 #line 50 "kernels/matmul/v4.tile"
-    t116 = (int)(pid_n_31 * t115);
+    t116 = (int)((unsigned)pid_n_31 * (unsigned)t115);
 #line 50 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t117[e] = kwb_tid;
 #line 50 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cn_119[e] = (int)(t116 + t117[e]);
+    for (int e = 0; e < 1; ++e) offs_cn_119[e] = (int)((unsigned)t116 + (unsigned)t117[e]);
 #line 51 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t120[e] = offs_cm_114[e];
 #line 51 "kernels/matmul/v4.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t122[e] = (int)(t120[e] * N_4);
+    for (int e = 0; e < 1; ++e) t122[e] = (int)((unsigned)t120[e] * (unsigned)N_4);
 #line 51 "kernels/matmul/v4.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t124[e] = c_ptr_2 + t122[e];
@@ -1220,7 +1220,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t126[e] = (int)(t116 + ((kwb_c)));
+        t126[e] = (int)((unsigned)t116 + (unsigned)((kwb_c)));
     }
 #line 51 "kernels/matmul/v4.tile"
     // recomputed in this layout
@@ -1228,7 +1228,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t127[e] = (c_ptr_2 + (int)((int)(t111 + ((kwb_r))) * N_4));
+        t127[e] = (c_ptr_2 + (int)((unsigned)(int)((unsigned)t111 + (unsigned)((kwb_r))) * (unsigned)N_4));
     }
 #line 51 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -1251,7 +1251,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t135[e] = ((int)(t111 + ((kwb_r))) < M_3);
+        t135[e] = ((int)((unsigned)t111 + (unsigned)((kwb_r))) < M_3);
     }
 #line 52 "kernels/matmul/v4.tile"
     // recomputed in this layout
@@ -1259,7 +1259,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t136[e] = ((int)(t116 + ((kwb_c))) < N_4);
+        t136[e] = ((int)((unsigned)t116 + (unsigned)((kwb_c))) < N_4);
     }
 #line 52 "kernels/matmul/v4.tile"
     #pragma unroll
@@ -1281,7 +1281,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
         for (int e = 0; e < 128; e += 8) {
             const int kwb_r = (e / 8) * 8 + (kwb_tid * 8) / 256;
             const int kwb_c = (kwb_tid * 8) % 256;
-            kwb_st128(((c_ptr_2 + (int)((int)(t111 + ((kwb_r))) * N_4)) + (int)(t116 + ((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)(t111 + ((kwb_r))) < M_3) & ((int)(t116 + ((kwb_c))) < N_4)));
+            kwb_st128(((c_ptr_2 + (int)((unsigned)(int)((unsigned)t111 + (unsigned)((kwb_r))) * (unsigned)N_4)) + (int)((unsigned)t116 + (unsigned)((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)((unsigned)t111 + (unsigned)((kwb_r))) < M_3) & ((int)((unsigned)t116 + (unsigned)((kwb_c))) < N_4)));
         }
     }
         }

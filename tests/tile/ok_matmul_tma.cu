@@ -169,11 +169,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 18 "kernels/matmul/v7.tile"
     t7 = 128;
 #line 18 "kernels/matmul/v7.tile"
-    t8 = (int)(M_3 + t7);
+    t8 = (int)((unsigned)M_3 + (unsigned)t7);
 #line 18 "kernels/matmul/v7.tile"
     t9 = 1;
 #line 18 "kernels/matmul/v7.tile"
-    t10 = (int)(t8 - t9);
+    t10 = (int)((unsigned)t8 - (unsigned)t9);
 #line 18 "kernels/matmul/v7.tile"
     t11 = 128;
 #line 18 "kernels/matmul/v7.tile"
@@ -181,11 +181,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 19 "kernels/matmul/v7.tile"
     t13 = 256;
 #line 19 "kernels/matmul/v7.tile"
-    t14 = (int)(N_4 + t13);
+    t14 = (int)((unsigned)N_4 + (unsigned)t13);
 #line 19 "kernels/matmul/v7.tile"
     t15 = 1;
 #line 19 "kernels/matmul/v7.tile"
-    t16 = (int)(t14 - t15);
+    t16 = (int)((unsigned)t14 - (unsigned)t15);
 #line 19 "kernels/matmul/v7.tile"
     t17 = 256;
 #line 19 "kernels/matmul/v7.tile"
@@ -193,15 +193,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 20 "kernels/matmul/v7.tile"
     t19 = 8;
 #line 20 "kernels/matmul/v7.tile"
-    per_group_20 = (int)(t19 * num_pid_n_18);
+    per_group_20 = (int)((unsigned)t19 * (unsigned)num_pid_n_18);
 #line 21 "kernels/matmul/v7.tile"
     t21 = (int)(pid_6 / per_group_20);
 #line 21 "kernels/matmul/v7.tile"
     t22 = 8;
 #line 21 "kernels/matmul/v7.tile"
-    first_m_23 = (int)(t21 * t22);
+    first_m_23 = (int)((unsigned)t21 * (unsigned)t22);
 #line 22 "kernels/matmul/v7.tile"
-    t24 = (int)(num_pid_m_12 - first_m_23);
+    t24 = (int)((unsigned)num_pid_m_12 - (unsigned)first_m_23);
 #line 22 "kernels/matmul/v7.tile"
     t25 = 8;
 #line 22 "kernels/matmul/v7.tile"
@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 23 "kernels/matmul/v7.tile"
     t28 = (int)(t27 % group_m_26);
 #line 23 "kernels/matmul/v7.tile"
-    pid_m_29 = (int)(first_m_23 + t28);
+    pid_m_29 = (int)((unsigned)first_m_23 + (unsigned)t28);
 #line 24 "kernels/matmul/v7.tile"
     t30 = (int)(pid_6 % per_group_20);
 #line 24 "kernels/matmul/v7.tile"
@@ -225,11 +225,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 32 "kernels/matmul/v7.tile"
     t36 = 64;
 #line 32 "kernels/matmul/v7.tile"
-    t37 = (int)(K_5 + t36);
+    t37 = (int)((unsigned)K_5 + (unsigned)t36);
 #line 32 "kernels/matmul/v7.tile"
     t38 = 1;
 #line 32 "kernels/matmul/v7.tile"
-    t39 = (int)(t37 - t38);
+    t39 = (int)((unsigned)t37 - (unsigned)t38);
 #line 32 "kernels/matmul/v7.tile"
     t40 = 64;
 #line 32 "kernels/matmul/v7.tile"
@@ -264,17 +264,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 33 "kernels/matmul/v7.tile"
                     t46 = 128;
 #line 33 "kernels/matmul/v7.tile"
-                    t47 = (int)(pid_m_29 * t46);
+                    t47 = (int)((unsigned)pid_m_29 * (unsigned)t46);
 #line 33 "kernels/matmul/v7.tile"
                     t48 = 64;
 #line 33 "kernels/matmul/v7.tile"
-                    t49 = (int)(k_45 * t48);
+                    t49 = (int)((unsigned)k_45 * (unsigned)t48);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t50[e] = (kwb_tid) % 128;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t52[e] = (int)(t47 + t50[e]);
+                    for (int e = 0; e < 1; ++e) t52[e] = (int)((unsigned)t47 + (unsigned)t50[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t53[e] = t52[e];
@@ -283,30 +283,30 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     for (int e = 0; e < 1; ++e) t54[e] = (kwb_tid) % 64;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t56[e] = (int)(t49 + t54[e]);
+                    for (int e = 0; e < 1; ++e) t56[e] = (int)((unsigned)t49 + (unsigned)t54[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t57[e] = t56[e];
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t59[e] = (int)(t53[e] * K_5);
+                    for (int e = 0; e < 1; ++e) t59[e] = (int)((unsigned)t53[e] * (unsigned)K_5);
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t60[e] = (int)((int)(t47 + (((g / 64)))) * K_5);
+                        t60[e] = (int)((unsigned)(int)((unsigned)t47 + (unsigned)(((g / 64)))) * (unsigned)K_5);
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t61[e] = (int)(t49 + (((g % 64))));
+                        t61[e] = (int)((unsigned)t49 + (unsigned)(((g % 64))));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t62[e] = (int)(t60[e] + t61[e]);
+                    for (int e = 0; e < 32; ++e) t62[e] = (int)((unsigned)t60[e] + (unsigned)t61[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) t64[e] = a_ptr_0 + t62[e];
@@ -337,14 +337,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t77[e] = (bool)(((int)(t47 + (((g / 64)))) >= t65) & ((int)(t47 + (((g / 64)))) < M_3));
+                        t77[e] = (bool)(((int)((unsigned)t47 + (unsigned)(((g / 64)))) >= t65) & ((int)((unsigned)t47 + (unsigned)(((g / 64)))) < M_3));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t78[e] = (bool)(((int)(t49 + (((g % 64)))) >= t71) & ((int)(t49 + (((g % 64)))) < K_5));
+                        t78[e] = (bool)(((int)((unsigned)t49 + (unsigned)(((g % 64)))) >= t71) & ((int)((unsigned)t49 + (unsigned)(((g % 64)))) < K_5));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
@@ -359,17 +359,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 34 "kernels/matmul/v7.tile"
                     t82 = 64;
 #line 34 "kernels/matmul/v7.tile"
-                    t83 = (int)(k_45 * t82);
+                    t83 = (int)((unsigned)k_45 * (unsigned)t82);
 #line 34 "kernels/matmul/v7.tile"
                     t84 = 256;
 #line 34 "kernels/matmul/v7.tile"
-                    t85 = (int)(pid_n_31 * t84);
+                    t85 = (int)((unsigned)pid_n_31 * (unsigned)t84);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t86[e] = (kwb_tid) % 64;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = (int)(t83 + t86[e]);
+                    for (int e = 0; e < 1; ++e) t88[e] = (int)((unsigned)t83 + (unsigned)t86[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t89[e] = t88[e];
@@ -378,30 +378,30 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     for (int e = 0; e < 1; ++e) t90[e] = kwb_tid;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t92[e] = (int)(t85 + t90[e]);
+                    for (int e = 0; e < 1; ++e) t92[e] = (int)((unsigned)t85 + (unsigned)t90[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t93[e] = t92[e];
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t95[e] = (int)(t89[e] * N_4);
+                    for (int e = 0; e < 1; ++e) t95[e] = (int)((unsigned)t89[e] * (unsigned)N_4);
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t96[e] = (int)((int)(t83 + (((g / 256)))) * N_4);
+                        t96[e] = (int)((unsigned)(int)((unsigned)t83 + (unsigned)(((g / 256)))) * (unsigned)N_4);
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t97[e] = (int)(t85 + (((g % 256))));
+                        t97[e] = (int)((unsigned)t85 + (unsigned)(((g % 256))));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t98[e] = (int)(t96[e] + t97[e]);
+                    for (int e = 0; e < 64; ++e) t98[e] = (int)((unsigned)t96[e] + (unsigned)t97[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) t100[e] = b_ptr_1 + t98[e];
@@ -432,14 +432,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t113[e] = (bool)(((int)(t83 + (((g / 256)))) >= t101) & ((int)(t83 + (((g / 256)))) < K_5));
+                        t113[e] = (bool)(((int)((unsigned)t83 + (unsigned)(((g / 256)))) >= t101) & ((int)((unsigned)t83 + (unsigned)(((g / 256)))) < K_5));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t114[e] = (bool)(((int)(t85 + (((g % 256)))) >= t107) & ((int)(t85 + (((g % 256)))) < N_4));
+                        t114[e] = (bool)(((int)((unsigned)t85 + (unsigned)(((g % 256)))) >= t107) & ((int)((unsigned)t85 + (unsigned)(((g % 256)))) < N_4));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
@@ -489,17 +489,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 33 "kernels/matmul/v7.tile"
                     t46 = 128;
 #line 33 "kernels/matmul/v7.tile"
-                    t47 = (int)(pid_m_29 * t46);
+                    t47 = (int)((unsigned)pid_m_29 * (unsigned)t46);
 #line 33 "kernels/matmul/v7.tile"
                     t48 = 64;
 #line 33 "kernels/matmul/v7.tile"
-                    t49 = (int)(k_45 * t48);
+                    t49 = (int)((unsigned)k_45 * (unsigned)t48);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t50[e] = (kwb_tid) % 128;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t52[e] = (int)(t47 + t50[e]);
+                    for (int e = 0; e < 1; ++e) t52[e] = (int)((unsigned)t47 + (unsigned)t50[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t53[e] = t52[e];
@@ -508,30 +508,30 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     for (int e = 0; e < 1; ++e) t54[e] = (kwb_tid) % 64;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t56[e] = (int)(t49 + t54[e]);
+                    for (int e = 0; e < 1; ++e) t56[e] = (int)((unsigned)t49 + (unsigned)t54[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t57[e] = t56[e];
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t59[e] = (int)(t53[e] * K_5);
+                    for (int e = 0; e < 1; ++e) t59[e] = (int)((unsigned)t53[e] * (unsigned)K_5);
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t60[e] = (int)((int)(t47 + (((g / 64)))) * K_5);
+                        t60[e] = (int)((unsigned)(int)((unsigned)t47 + (unsigned)(((g / 64)))) * (unsigned)K_5);
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t61[e] = (int)(t49 + (((g % 64))));
+                        t61[e] = (int)((unsigned)t49 + (unsigned)(((g % 64))));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t62[e] = (int)(t60[e] + t61[e]);
+                    for (int e = 0; e < 32; ++e) t62[e] = (int)((unsigned)t60[e] + (unsigned)t61[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) t64[e] = a_ptr_0 + t62[e];
@@ -562,14 +562,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t77[e] = (bool)(((int)(t47 + (((g / 64)))) >= t65) & ((int)(t47 + (((g / 64)))) < M_3));
+                        t77[e] = (bool)(((int)((unsigned)t47 + (unsigned)(((g / 64)))) >= t65) & ((int)((unsigned)t47 + (unsigned)(((g / 64)))) < M_3));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t78[e] = (bool)(((int)(t49 + (((g % 64)))) >= t71) & ((int)(t49 + (((g % 64)))) < K_5));
+                        t78[e] = (bool)(((int)((unsigned)t49 + (unsigned)(((g % 64)))) >= t71) & ((int)((unsigned)t49 + (unsigned)(((g % 64)))) < K_5));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
@@ -584,17 +584,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 34 "kernels/matmul/v7.tile"
                     t82 = 64;
 #line 34 "kernels/matmul/v7.tile"
-                    t83 = (int)(k_45 * t82);
+                    t83 = (int)((unsigned)k_45 * (unsigned)t82);
 #line 34 "kernels/matmul/v7.tile"
                     t84 = 256;
 #line 34 "kernels/matmul/v7.tile"
-                    t85 = (int)(pid_n_31 * t84);
+                    t85 = (int)((unsigned)pid_n_31 * (unsigned)t84);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t86[e] = (kwb_tid) % 64;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = (int)(t83 + t86[e]);
+                    for (int e = 0; e < 1; ++e) t88[e] = (int)((unsigned)t83 + (unsigned)t86[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t89[e] = t88[e];
@@ -603,30 +603,30 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     for (int e = 0; e < 1; ++e) t90[e] = kwb_tid;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t92[e] = (int)(t85 + t90[e]);
+                    for (int e = 0; e < 1; ++e) t92[e] = (int)((unsigned)t85 + (unsigned)t90[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 1; ++e) t93[e] = t92[e];
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t95[e] = (int)(t89[e] * N_4);
+                    for (int e = 0; e < 1; ++e) t95[e] = (int)((unsigned)t89[e] * (unsigned)N_4);
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t96[e] = (int)((int)(t83 + (((g / 256)))) * N_4);
+                        t96[e] = (int)((unsigned)(int)((unsigned)t83 + (unsigned)(((g / 256)))) * (unsigned)N_4);
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t97[e] = (int)(t85 + (((g % 256))));
+                        t97[e] = (int)((unsigned)t85 + (unsigned)(((g % 256))));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t98[e] = (int)(t96[e] + t97[e]);
+                    for (int e = 0; e < 64; ++e) t98[e] = (int)((unsigned)t96[e] + (unsigned)t97[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) t100[e] = b_ptr_1 + t98[e];
@@ -657,14 +657,14 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t113[e] = (bool)(((int)(t83 + (((g / 256)))) >= t101) & ((int)(t83 + (((g / 256)))) < K_5));
+                        t113[e] = (bool)(((int)((unsigned)t83 + (unsigned)(((g / 256)))) >= t101) & ((int)((unsigned)t83 + (unsigned)(((g / 256)))) < K_5));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t114[e] = (bool)(((int)(t85 + (((g % 256)))) >= t107) & ((int)(t85 + (((g % 256)))) < N_4));
+                        t114[e] = (bool)(((int)((unsigned)t85 + (unsigned)(((g % 256)))) >= t107) & ((int)((unsigned)t85 + (unsigned)(((g % 256)))) < N_4));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
@@ -700,29 +700,29 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 38 "kernels/matmul/v7.tile"
     t120 = 128;
 #line 38 "kernels/matmul/v7.tile"
-    t121 = (int)(pid_m_29 * t120);
+    t121 = (int)((unsigned)pid_m_29 * (unsigned)t120);
 #line 38 "kernels/matmul/v7.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t122[e] = (kwb_tid) % 128;
 #line 38 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cm_124[e] = (int)(t121 + t122[e]);
+    for (int e = 0; e < 1; ++e) offs_cm_124[e] = (int)((unsigned)t121 + (unsigned)t122[e]);
 #line 39 "kernels/matmul/v7.tile"
     t125 = 256;
 #line 39 "kernels/matmul/v7.tile"
-    t126 = (int)(pid_n_31 * t125);
+    t126 = (int)((unsigned)pid_n_31 * (unsigned)t125);
 #line 39 "kernels/matmul/v7.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t127[e] = kwb_tid;
 #line 39 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cn_129[e] = (int)(t126 + t127[e]);
+    for (int e = 0; e < 1; ++e) offs_cn_129[e] = (int)((unsigned)t126 + (unsigned)t127[e]);
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t130[e] = offs_cm_124[e];
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t132[e] = (int)(t130[e] * N_4);
+    for (int e = 0; e < 1; ++e) t132[e] = (int)((unsigned)t130[e] * (unsigned)N_4);
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t134[e] = c_ptr_2 + t132[e];
@@ -735,7 +735,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t136[e] = (int)(t126 + ((kwb_c)));
+        t136[e] = (int)((unsigned)t126 + (unsigned)((kwb_c)));
     }
 #line 40 "kernels/matmul/v7.tile"
     // recomputed in this layout
@@ -743,7 +743,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t137[e] = (c_ptr_2 + (int)((int)(t121 + ((kwb_r))) * N_4));
+        t137[e] = (c_ptr_2 + (int)((unsigned)(int)((unsigned)t121 + (unsigned)((kwb_r))) * (unsigned)N_4));
     }
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
@@ -766,7 +766,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t145[e] = ((int)(t121 + ((kwb_r))) < M_3);
+        t145[e] = ((int)((unsigned)t121 + (unsigned)((kwb_r))) < M_3);
     }
 #line 41 "kernels/matmul/v7.tile"
     // recomputed in this layout
@@ -774,7 +774,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t146[e] = ((int)(t126 + ((kwb_c))) < N_4);
+        t146[e] = ((int)((unsigned)t126 + (unsigned)((kwb_c))) < N_4);
     }
 #line 41 "kernels/matmul/v7.tile"
     #pragma unroll
@@ -796,7 +796,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
         for (int e = 0; e < 128; e += 8) {
             const int kwb_r = (e / 8) * 8 + (kwb_tid * 8) / 256;
             const int kwb_c = (kwb_tid * 8) % 256;
-            kwb_st128(((c_ptr_2 + (int)((int)(t121 + ((kwb_r))) * N_4)) + (int)(t126 + ((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)(t121 + ((kwb_r))) < M_3) & ((int)(t126 + ((kwb_c))) < N_4)));
+            kwb_st128(((c_ptr_2 + (int)((unsigned)(int)((unsigned)t121 + (unsigned)((kwb_r))) * (unsigned)N_4)) + (int)((unsigned)t126 + (unsigned)((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)((unsigned)t121 + (unsigned)((kwb_r))) < M_3) & ((int)((unsigned)t126 + (unsigned)((kwb_c))) < N_4)));
         }
     }
 }

@@ -58,13 +58,13 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
 #line 10 "tests/tile/ok_rows.tile"
     t6 = 16;
 #line 10 "tests/tile/ok_rows.tile"
-    t7 = (int)(pid_5 * t6);
+    t7 = (int)((unsigned)pid_5 * (unsigned)t6);
 #line 10 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t8[e] = (kwb_tid) % 16;
 #line 10 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) rows_10[e] = (int)(t7 + t8[e]);
+    for (int e = 0; e < 1; ++e) rows_10[e] = (int)((unsigned)t7 + (unsigned)t8[e]);
 #line 11 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) cols_11[e] = (kwb_tid) % 64;
@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     for (int e = 0; e < 1; ++e) t12[e] = rows_10[e];
 #line 12 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t14[e] = (int)(t12[e] * n_cols_4);
+    for (int e = 0; e < 1; ++e) t14[e] = (int)((unsigned)t12[e] * (unsigned)n_cols_4);
 #line 12 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t15[e] = cols_11[e];
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
         const int g = ((e / 4) * 128 + kwb_tid) * 4 + e % 4;
-        t16[e] = (int)((int)(t7 + (((g / 64)))) * n_cols_4);
+        t16[e] = (int)((unsigned)(int)((unsigned)t7 + (unsigned)(((g / 64)))) * (unsigned)n_cols_4);
     }
 #line 12 "tests/tile/ok_rows.tile"
     // recomputed in this layout
@@ -93,7 +93,7 @@ extern "C" __global__ void __launch_bounds__(128) rows_kernel(float* x_ptr_0, fl
     }
 #line 12 "tests/tile/ok_rows.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) offs_18[e] = (int)(t16[e] + t17[e]);
+    for (int e = 0; e < 8; ++e) offs_18[e] = (int)((unsigned)t16[e] + (unsigned)t17[e]);
 #line 13 "tests/tile/ok_rows.tile"
     #pragma unroll
     for (int e = 0; e < 1; ++e) t19[e] = cols_11[e];

@@ -41,10 +41,10 @@ extern "C" __global__ void __launch_bounds__(512) softmax_row(float* x_ptr_0, fl
     #pragma unroll
     for (int e = 0; e < 64; ++e) mask_7[e] = (offs_5[e] < n_cols_3);
 #line 13 "kernels/softmax/v5.tile"
-    t8 = (int)(row_4 * n_cols_3);
+    t8 = (int)((unsigned)row_4 * (unsigned)n_cols_3);
 #line 13 "kernels/softmax/v5.tile"
     #pragma unroll
-    for (int e = 0; e < 64; ++e) t10[e] = (int)(t8 + offs_5[e]);
+    for (int e = 0; e < 64; ++e) t10[e] = (int)((unsigned)t8 + (unsigned)offs_5[e]);
 #line 13 "kernels/softmax/v5.tile"
     #pragma unroll
     for (int e = 0; e < 64; ++e) t12[e] = x_ptr_0 + t10[e];

@@ -50,10 +50,10 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
         const int kwb_step = step_5;
         for (row_6 = start_4; (kwb_step > 0 ? row_6 < kwb_end : row_6 > kwb_end); row_6 = (int)(row_6 + kwb_step)) {
 #line 15 "kernels/softmax/v6.tile"
-            t10 = (int)(row_6 * n_cols_3);
+            t10 = (int)((unsigned)row_6 * (unsigned)n_cols_3);
 #line 15 "kernels/softmax/v6.tile"
             #pragma unroll
-            for (int e = 0; e < 16; ++e) t12[e] = (int)(t10 + offs_7[e]);
+            for (int e = 0; e < 16; ++e) t12[e] = (int)((unsigned)t10 + (unsigned)offs_7[e]);
 #line 15 "kernels/softmax/v6.tile"
             #pragma unroll
             for (int e = 0; e < 16; ++e) t14[e] = x_ptr_0 + t12[e];

@@ -53,13 +53,13 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     for (int e = 0; e < 1; ++e) t6[e] = rows_4[e];
 #line 4 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t8[e] = (int)(t6[e] * stride_3);
+    for (int e = 0; e < 1; ++e) t8[e] = (int)((unsigned)t6[e] * (unsigned)stride_3);
 #line 4 "tests/tile/ok_two_d.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
         const int g = ((e / 4) * 128 + kwb_tid) * 4 + e % 4;
-        t9[e] = (int)((((g / 64))) * stride_3);
+        t9[e] = (int)((unsigned)(((g / 64))) * (unsigned)stride_3);
     }
 #line 4 "tests/tile/ok_two_d.tile"
     #pragma unroll
@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(128) two_d(float* x_ptr_0, int* out
     }
 #line 4 "tests/tile/ok_two_d.tile"
     #pragma unroll
-    for (int e = 0; e < 8; ++e) idx_12[e] = (int)(t9[e] + t11[e]);
+    for (int e = 0; e < 8; ++e) idx_12[e] = (int)((unsigned)t9[e] + (unsigned)t11[e]);
 #line 5 "tests/tile/ok_two_d.tile"
     #pragma unroll
     for (int e = 0; e < 8; ++e) t14[e] = x_ptr_0 + idx_12[e];
