@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs Triton kernels under Triton's own interpreter (TRITON_INTERPRET=1, torch on the CPU),
-for kwb's differential tests (tests/tile_differential.rs).
+for kwb's differential tests (tests/tile_differential.rs); with KWB_TRITON_DEVICE=cuda, compiled
+by Triton and run on the GPU instead.
 
 A server: one JSON request per line on stdin, one JSON answer per line on stdout, so that
 torch and triton are imported once for many kernels. A request:
@@ -19,7 +20,9 @@ import os
 import sys
 import traceback
 
-os.environ["TRITON_INTERPRET"] = "1"
+DEVICE = os.environ.get("KWB_TRITON_DEVICE", "cpu")
+if DEVICE == "cpu":
+    os.environ["TRITON_INTERPRET"] = "1"
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -38,7 +41,7 @@ def run(req, n):
     args, outs = [], []
     for a in req["args"]:
         if "npy" in a:
-            t = torch.from_numpy(np.load(a["npy"]).copy())
+            t = torch.from_numpy(np.load(a["npy"]).copy()).to(DEVICE)
             args.append(t)
             outs.append((t, a["out"]))
         elif "int" in a:
@@ -48,11 +51,12 @@ def run(req, n):
     grid = tuple(req["grid"])
     kernel[grid](*args, **req.get("constexprs", {}), num_warps=req.get("num_warps", 4))
     for t, path in outs:
-        np.save(path, t.numpy())
+        np.save(path, t.cpu().numpy())
 
 
 def main():
-    print(json.dumps({"ready": True, "triton": triton.__version__, "torch": torch.__version__}), flush=True)
+    print(json.dumps({"ready": True, "triton": triton.__version__, "torch": torch.__version__,
+                      "device": DEVICE if DEVICE == "cpu" else torch.cuda.get_device_name(0)}), flush=True)
     for n, line in enumerate(sys.stdin):
         line = line.strip()
         if not line:

@@ -714,6 +714,7 @@ fn int16() -> kwb::tile::ArgKind {
         fits_i32: true,
         divisibility: 16,
         non_negative: true,
+        one: false,
     }
 }
 

@@ -37,11 +37,13 @@ fn parse_request(header: &str) -> KernelRequest {
                     fits_i32: true,
                     divisibility: 1,
                     non_negative: true,
+                    one: false,
                 },
                 "i64" => ArgKind::Int {
                     fits_i32: false,
                     divisibility: 1,
                     non_negative: true,
+                    one: false,
                 },
                 "f32" => ArgKind::Float,
                 other => panic!("unknown argument kind {other}"),
@@ -120,6 +122,7 @@ fn int() -> ArgKind {
         fits_i32: true,
         divisibility: 16,
         non_negative: true,
+        one: false,
     }
 }
 
@@ -197,6 +200,7 @@ fn shipped_kernels_check_cleanly() {
         fits_i32: true,
         divisibility: 1,
         non_negative: true,
+        one: false,
     };
     check_clean(
         "kernels/softmax/v5.tile",

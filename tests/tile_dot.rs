@@ -68,6 +68,7 @@ fn request(c: &Case) -> KernelRequest {
         fits_i32: true,
         divisibility: if c.div16 { 16 } else { 1 },
         non_negative: true,
+        one: false,
     };
     let [bm, bn, bk] = c.tile;
     KernelRequest {

@@ -8,6 +8,8 @@
 //! tile_fuzz -- --ignored` runs the long campaign. A panicking input is written to
 //! `target/tile-fuzz-panic-N.tile` so it can be replayed.
 
+mod support;
+
 use kwb::tile::{compile_for, signatures, ArgKind, ConstValue, DType, KernelRequest, Target};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -252,6 +254,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                         fits_i32: rng.below(2) == 0,
                         divisibility: 1u64 << rng.below(5),
                         non_negative: rng.below(2) == 0,
+                        one: rng.below(4) == 0,
                     },
                     1 => ArgKind::Float,
                     _ if p.name.ends_with("ptr") || rng.below(3) == 0 => {
@@ -267,6 +270,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                         fits_i32: true,
                         divisibility: 16,
                         non_negative: true,
+                        one: false,
                     },
                 })
                 .collect();
@@ -300,6 +304,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                 fits_i32: true,
                 divisibility: 1,
                 non_negative: true,
+                one: false,
             },
         ],
         constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],
@@ -365,4 +370,85 @@ fn fuzz_front_end_long() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     run(iters);
+}
+
+/// Every tile version of every shipped workspace at each size: its file, source and the
+/// requests kwb compiles it with (sweeps expanded).
+fn shipped_requests() -> Vec<(std::path::PathBuf, String, Vec<KernelRequest>)> {
+    let mut out = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(support::repo().join("workspaces"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    for f in files {
+        let Ok(ws) = kwb::workspace::load(&f) else {
+            continue;
+        };
+        for v in &ws.versions {
+            let is_tile = v.file.extension().is_some_and(|e| e == "tile" || e == "py");
+            let Ok(src) = std::fs::read_to_string(&v.file) else {
+                continue;
+            };
+            if !is_tile {
+                continue;
+            }
+            for size in &ws.sizes {
+                if let Ok(reqs) = kwb::compile::tile_version::requests(v, Some(size)) {
+                    out.push((v.file.clone(), src.clone(), reqs));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The property beyond "no panic": a kernel laid out anew (lines split and joined inside
+/// brackets, comments, backslash continuations; `support/layout.rs`) compiles to the same IR.
+/// Over every shipped tile kernel as kwb compiles it, for sm_90 and for any GPU.
+fn relayout(iters: u64) {
+    let cases = shipped_requests();
+    assert!(cases.len() >= 10, "the shipped tile versions are missing");
+    let mut rng = support::rng::Rng(7);
+    for i in 0..iters {
+        let (path, src, reqs) = &cases[rng.below(cases.len())];
+        let other = support::layout::reformat(src, &mut rng, 1 + (i % 6) as usize);
+        let target = Target::sm(if i % 2 == 0 { 90 } else { 0 });
+        let a = compile_for(path, src, reqs, target);
+        let b = compile_for(path, &other, reqs, target);
+        let strip = |c: &kwb::tile::Compiled| -> Vec<_> {
+            c.kernels.iter().map(|k| k.without_locs()).collect()
+        };
+        assert!(
+            a.diagnostics.iter().all(|d| !d.is_error()),
+            "{}: a shipped kernel does not compile:\n{}",
+            path.display(),
+            kwb::diag::render_all(&a.diagnostics)
+        );
+        assert!(
+            b.diagnostics.iter().all(|d| !d.is_error()) && strip(&a) == strip(&b),
+            "input {i} ({}): the same kernel laid out anew compiles differently:\n{}\n--- laid out anew ---\n{other}",
+            path.display(),
+            kwb::diag::render_all(&b.diagnostics)
+        );
+    }
+    println!(
+        "tile relayout: {iters} inputs over {} shipped kernel specialisations, each compiled to the same IR",
+        cases.len()
+    );
+}
+
+#[test]
+fn relaid_out_kernels_compile_to_the_same_ir() {
+    relayout(200);
+}
+
+#[test]
+#[ignore]
+fn relaid_out_kernels_compile_to_the_same_ir_long() {
+    let iters = std::env::var("KWB_FUZZ_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000);
+    relayout(iters);
 }

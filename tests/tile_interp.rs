@@ -858,6 +858,7 @@ fn int_arg() -> ArgKind {
         fits_i32: true,
         divisibility: 1,
         non_negative: true,
+        one: false,
     }
 }
 

@@ -16,6 +16,7 @@ fn two_f32_buffers(name: &str, block: i64) -> KernelRequest {
         fits_i32: true,
         divisibility: 1,
         non_negative: true,
+        one: false,
     };
     KernelRequest {
         name: name.into(),

@@ -74,12 +74,14 @@ pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelReq
                         fits_i32: i32::try_from(i).is_ok(),
                         divisibility: pow2_divisor(i),
                         non_negative: i >= 0,
+                        one: i == 1,
                     },
                     Scalar::Float(_) => ArgKind::Float,
                     Scalar::Bool(_) => ArgKind::Int {
                         fits_i32: true,
                         divisibility: 1,
                         non_negative: true,
+                        one: false,
                     },
                 },
             });
@@ -286,6 +288,7 @@ fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String
                             fits_i32: true,
                             divisibility: 1,
                             non_negative: false,
+                            one: false,
                         }
                     }
                 })

@@ -41,6 +41,10 @@ pub enum ArgKind {
         fits_i32: bool,
         divisibility: u64,
         non_negative: bool,
+        /// The value is 1: as Triton's JIT does, the parameter is then the constant 1 in the
+        /// kernel (a unit stride lets rows be proven contiguous), unless the kernel's
+        /// `@triton.jit(do_not_specialize=[...])` names it. Still passed at launch.
+        one: bool,
     },
     /// A float: `float` in the generated code, as Triton passes Python floats.
     Float,

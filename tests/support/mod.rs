@@ -4,7 +4,9 @@
 
 pub mod differential;
 pub mod emu_block;
+pub mod layout;
 pub mod rng;
+pub mod tile_diff;
 pub mod tilegen;
 pub mod tmux;
 pub mod triton;
@@ -141,6 +143,7 @@ pub fn matmul_request(divisibility: [u64; 3]) -> kwb::tile::KernelRequest {
         fits_i32: true,
         divisibility: d,
         non_negative: true,
+        one: false,
     };
     kwb::tile::KernelRequest {
         name: "matmul_kernel".into(),

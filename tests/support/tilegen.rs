@@ -103,19 +103,19 @@ pub struct Program {
 /// Values in scope while generating: name and dtype, all tiles of the kernel's shape.
 struct Gen<'r> {
     r: &'r mut Rng,
-    /// Name, dtype, and whether its value came from an inexact operation.
-    vars: Vec<(String, D, bool)>,
+    /// Name, dtype, and the significant bits its float values may need ([`Gen::bits`]).
+    vars: Vec<(String, D, u32)>,
     exact: bool,
-    /// The expression being generated used an inexact operation (or value).
-    inexact_now: bool,
-    /// No inexact operation or value may be used here: what decides an integer or a choice
-    /// (`.to(tl.int32)` of a float, a comparison) must be exact, or a last-bit difference
-    /// allowed between two correct compilers would become a large one.
+    /// No inexact value may be used here: what decides an integer or a choice (`.to(tl.int32)`
+    /// of a float, a comparison) must be exact, or a last-bit difference allowed between two
+    /// correct compilers would become a large one.
     strict: bool,
     features: Vec<&'static str>,
     fresh: u32,
     /// The 2-D kernel: tiles are `[R, C]`.
     two_d: bool,
+    /// Generating a helper's body: the kernel's names (`s`) are not in scope.
+    in_helper: bool,
 }
 
 impl Gen<'_> {
@@ -130,21 +130,13 @@ impl Gen<'_> {
         let names: Vec<String> = self
             .vars
             .iter()
-            .filter(|(_, t, inexact)| *t == d && !(strict && *inexact))
+            .filter(|(_, t, bits)| *t == d && !(strict && *t != D::I32 && *bits > EXACT))
             .map(|(n, _, _)| n.clone())
             .collect();
         if names.is_empty() {
             return None;
         }
-        let pick = names[self.r.below(names.len())].clone();
-        if self
-            .vars
-            .iter()
-            .any(|(n, _, inexact)| *n == pick && *inexact)
-        {
-            self.inexact_now = true;
-        }
-        Some(pick)
+        Some(names[self.r.below(names.len())].clone())
     }
 
     fn literal(&mut self, d: D) -> E {
@@ -173,7 +165,7 @@ impl Gen<'_> {
                     _ => self.var_of(d).map_or_else(|| self.literal(d), a),
                 }
             }
-            2 if d == D::I32 => {
+            2 if d == D::I32 && !self.in_helper => {
                 self.feature("scalar-arg");
                 a("s")
             }
@@ -251,7 +243,7 @@ impl Gen<'_> {
                     // A float truncated toward zero (values are small: no overflow, no NaN).
                     self.feature("float-to-int");
                     let was = std::mem::replace(&mut self.strict, true);
-                    let f = self.expr(D::F32, depth - 1);
+                    let f = self.exact_expr(D::F32, depth - 1);
                     let f = self.tile(f, D::F32);
                     self.strict = was;
                     E::Method(Box::new(f), "to", vec![a("tl.int32")])
@@ -288,7 +280,6 @@ impl Gen<'_> {
             8 if !self.strict => {
                 self.feature("division");
                 self.exact = false;
-                self.inexact_now = true;
                 bin(
                     "/",
                     sub(self),
@@ -298,7 +289,6 @@ impl Gen<'_> {
             9 if d == D::F32 && !self.strict => {
                 self.feature("transcendental");
                 self.exact = false;
-                self.inexact_now = true;
                 let f = self.r.pick(&["tl.exp", "tl.sqrt", "tl.sigmoid"]);
                 let x = sub(self);
                 match f {
@@ -340,9 +330,134 @@ impl Gen<'_> {
         };
         // The left side a tile, so the comparison is one (two literals would fold to a
         // Python bool, which has no `.to`).
-        let lhs = self.expr(d, depth);
+        let lhs = self.exact_expr(d, depth);
         let lhs = self.tile(lhs, d);
-        bin(op, lhs, self.expr(d, depth))
+        let rhs = self.exact_expr(d, depth);
+        bin(op, lhs, rhs)
+    }
+
+    /// An expression of dtype `d` whose value is exact ([`EXACT`] bits at most): a random one
+    /// if it is, else a variable or literal that is.
+    fn exact_expr(&mut self, d: D, depth: u32) -> E {
+        let e = self.expr(d, depth);
+        if d == D::I32 || self.bits(&e) <= EXACT {
+            return e;
+        }
+        match self.var_of(d) {
+            Some(v) => a(v),
+            None => self.literal(d),
+        }
+    }
+
+    /// How many significant bits the float value of `e` may need, counting from the inputs'
+    /// k/8 grid: a load or literal needs 6 (|v| <= 4, 3 fraction bits), a sum one more than
+    /// its widest operand, a product the sum of its operands'. Anything over [`EXACT`] may be
+    /// rounded in fp32 (and then depend on the order or on FMA contraction); integers turned
+    /// into floats (they may be as large as 2^31) and division and `exp`/`sqrt`/`sigmoid`
+    /// count as [`INEXACT`]. Integer values themselves are always exact.
+    fn bits(&self, e: &E) -> u32 {
+        let max = |x: u32, y: u32| x.max(y).min(INEXACT);
+        match e {
+            E::Atom(s) => {
+                if let Some((_, d, b)) = self.vars.iter().find(|(n, _, _)| n == s) {
+                    return if *d == D::I32 { INT } else { *b };
+                }
+                match s.as_str() {
+                    "zf" | "zh" => 0,
+                    "bm" => 6,
+                    "zi" | "s" | "pid" | "offs" | "i" => INT,
+                    _ if s.contains('.') => 6,
+                    _ => INT,
+                }
+            }
+            E::Neg(x) | E::Index(x, _) => self.bits(x),
+            E::Bin(op, x, y) => {
+                let (bx, by) = (self.bits(x), self.bits(y));
+                if bx >= INT && by >= INT && !matches!(&**y, E::Atom(z) if z == "zf" || z == "zh") {
+                    // Integer arithmetic (or floats already inexact).
+                    return INT;
+                }
+                match *op {
+                    "+" | "-" => max(bx, by).saturating_add(1).min(INEXACT),
+                    "*" => bx.saturating_add(by).min(INEXACT),
+                    "/" => INEXACT,
+                    "<" | "<=" | ">" | ">=" | "==" | "!=" => INT,
+                    _ => INT,
+                }
+            }
+            E::Call(f, args, kwargs) => {
+                let b = |k: usize| args.get(k).map_or(0, |x| self.bits(x));
+                match f.as_str() {
+                    "tl.exp" | "tl.sqrt" | "tl.sigmoid" => INEXACT,
+                    "tl.abs" => b(0),
+                    "tl.maximum" | "tl.minimum" => max(b(0), b(1)),
+                    "tl.where" => max(b(1), b(2)),
+                    "tl.sum" => b(0).saturating_add(7).min(INEXACT),
+                    "tl.max" | "tl.min" => b(0),
+                    "tl.dot" => b(0).saturating_add(b(1)).saturating_add(4).min(INEXACT),
+                    "tl.load" => {
+                        if kwargs
+                            .iter()
+                            .any(|(_, v)| matches!(v, E::Atom(o) if !o.contains('.')))
+                        {
+                            INT
+                        } else {
+                            6
+                        }
+                    }
+                    "tl.zeros" | "tl.program_id" | "tl.arange" => INT,
+                    _ => INEXACT,
+                }
+            }
+            E::Method(x, _, args) => {
+                let to_float = args
+                    .iter()
+                    .any(|t| matches!(t, E::Atom(t) if t != "tl.int32"));
+                let from = self.bits(x);
+                match (to_float, self.is_int(x)) {
+                    // An integer as a float: it may be as large as 2^31.
+                    (true, true) => INEXACT,
+                    (true, false) => from,
+                    (false, _) => INT,
+                }
+            }
+        }
+    }
+
+    /// Whether `e` is an integer tile: `(e + zi)` or a `.to(tl.int32)`, as `tile` writes them.
+    fn is_int(&self, e: &E) -> bool {
+        match e {
+            E::Bin(_, _, z) if matches!(&**z, E::Atom(z) if z == "zi") => true,
+            E::Method(_, _, args) => args
+                .iter()
+                .any(|t| matches!(t, E::Atom(t) if t == "tl.int32")),
+            E::Atom(v) => self.vars.iter().any(|(n, d, _)| n == v && *d == D::I32),
+            _ => false,
+        }
+    }
+
+    /// Records the exactness of `e`, of dtype `d`, for the program; gives its bits for the
+    /// variable it defines.
+    fn note(&mut self, e: &E, d: D) -> u32 {
+        if d == D::I32 {
+            return INT;
+        }
+        let b = self.bits(e);
+        if b > EXACT {
+            self.exact = false;
+        }
+        b
+    }
+
+    /// `bits` of a float that a loop grew, recorded for the program.
+    fn grown(&mut self, bits: u32, d: D) -> u32 {
+        if d == D::I32 {
+            return INT;
+        }
+        if bits > EXACT {
+            self.exact = false;
+        }
+        bits.min(INEXACT)
     }
 
     fn select(&mut self, d: D, depth: u32) -> E {
@@ -371,7 +486,6 @@ impl Gen<'_> {
     /// A few statements that define new variables, with control flow.
     fn statements(&mut self, body: &mut Vec<S>, n: usize) {
         for _ in 0..n {
-            self.inexact_now = false;
             let d = [D::F32, D::F32, D::I32, D::F16][self.r.below(4)];
             match self.r.below(9) {
                 0 => {
@@ -381,12 +495,13 @@ impl Gen<'_> {
                     let cond = bin(">", a("s"), a(self.r.pick(&["0", "3", "-2"])));
                     let (t, e) = (self.expr(d, 2), self.expr(d, 2));
                     let (t, e) = (self.tile(t, d), self.tile(e, d));
+                    let bits = self.note(&t, d).max(self.note(&e, d));
                     body.push(S::If(
                         cond,
                         vec![S::Assign(v.clone(), t)],
                         vec![S::Assign(v.clone(), e)],
                     ));
-                    self.vars.push((v, d, self.inexact_now));
+                    self.vars.push((v, d, bits));
                 }
                 1 => {
                     // A loop with a runtime bound carrying an accumulator.
@@ -394,6 +509,7 @@ impl Gen<'_> {
                     let v = self.name("acc");
                     let init = self.expr(d, 1);
                     let init = self.tile(init, d);
+                    let init_bits = self.note(&init, d);
                     body.push(S::Assign(v.clone(), init));
                     let step = self.expr(d, 2);
                     let bound = bin("+", bin("%", a("s"), a("3")), a("1"));
@@ -404,28 +520,34 @@ impl Gen<'_> {
                         step
                     };
                     let inc = self.tile(inc, d);
+                    // At most three iterations: two bits more than either part.
+                    let bits = init_bits.max(self.note(&inc, d)) + 2;
                     body.push(S::For(
                         j.clone(),
                         call("range", vec![a("0"), bound]),
                         vec![S::AugAdd(v.clone(), inc)],
                     ));
-                    self.vars.push((v, d, self.inexact_now));
+                    let bits = self.grown(bits, d);
+                    self.vars.push((v, d, bits));
                 }
                 2 => {
                     self.feature("static-range");
                     let v = self.name("u");
                     let init = self.expr(d, 1);
                     let init = self.tile(init, d);
+                    let init_bits = self.note(&init, d);
                     body.push(S::Assign(v.clone(), init));
                     let step = self.expr(d, 1);
                     let step = self.tile(step, d);
+                    let bits = init_bits.max(self.note(&step, d)) + 2;
                     let j = self.name("j");
                     body.push(S::For(
                         j,
                         call("tl.static_range", vec![a("2")]),
                         vec![S::Assign(v.clone(), bin("+", a(v.as_str()), step))],
                     ));
-                    self.vars.push((v, d, self.inexact_now));
+                    let bits = self.grown(bits, d);
+                    self.vars.push((v, d, bits));
                 }
                 3 => {
                     self.feature("while");
@@ -441,7 +563,7 @@ impl Gen<'_> {
                         bin("<", a(j.as_str()), bin("%", a("s"), a("4"))),
                         vec![S::AugAdd(v.clone(), step), S::AugAdd(j.clone(), a("1"))],
                     ));
-                    self.vars.push((v, D::I32, self.inexact_now));
+                    self.vars.push((v, D::I32, INT));
                 }
                 4 if !self.vars.iter().any(|(n, _, _)| n == "red") && !self.two_d => {
                     // A reduction to a scalar, then used by later expressions (broadcast).
@@ -449,22 +571,29 @@ impl Gen<'_> {
                     let f = self.r.pick(&["tl.sum", "tl.max", "tl.min"]);
                     let x = self.expr(D::F32, 2);
                     let x = self.tile(x, D::F32);
-                    body.push(S::Assign(
-                        "red".into(),
-                        E::Call(f.into(), vec![x], vec![("axis".into(), a("0"))]),
-                    ));
-                    self.vars.push(("red".into(), D::F32, self.inexact_now));
+                    let e = E::Call(f.into(), vec![x], vec![("axis".into(), a("0"))]);
+                    let bits = self.note(&e, D::F32);
+                    body.push(S::Assign("red".into(), e));
+                    self.vars.push(("red".into(), D::F32, bits));
                 }
                 _ => {
                     let v = self.name("t");
                     let e = self.expr(d, 3);
+                    let bits = self.note(&e, d);
                     body.push(S::Assign(v.clone(), e));
-                    self.vars.push((v, d, self.inexact_now));
+                    self.vars.push((v, d, bits));
                 }
             }
         }
     }
 }
+
+/// Significant bits an fp32 value holds exactly.
+const EXACT: u32 = 24;
+/// The bits of a value that may have been rounded already.
+const INEXACT: u32 = 1000;
+/// The "bits" of an integer value (exact as an integer; inexact once made a float).
+const INT: u32 = 999;
 
 /// `zf`, `zh`, `zi`: zero tiles of `shape` in fp32, fp16 and int32.
 fn zeros(body: &mut Vec<S>, shape: &str) {
@@ -517,11 +646,11 @@ pub fn generate(seed: u64) -> Program {
         r: &mut r,
         vars: Vec::new(),
         exact: true,
-        inexact_now: false,
         strict: false,
         features: Vec::new(),
         fresh: 0,
         two_d,
+        in_helper: false,
     };
     let mut body = Vec::new();
     let mut helpers = Vec::new();
@@ -554,16 +683,25 @@ pub fn generate(seed: u64) -> Program {
                     vec![("mask".into(), a("mask")), ("other".into(), a(other))],
                 ),
             ));
-            g.vars.push((v.into(), d, g.inexact_now));
+            g.vars
+                .push((v.into(), d, if d == D::I32 { INT } else { 6 }));
         }
         if g.r.below(3) == 0 {
             g.feature("helper-function");
-            let e = {
+            // Tiles, as Triton passes a helper tensors (kwb keeps a literal argument a Python
+            // number, which has no `.to`: a gap the differential test once reported).
+            let (p, q) = (g.expr(D::F32, 1), g.expr(D::F32, 1));
+            let (p, q) = (g.tile(p, D::F32), g.tile(q, D::F32));
+            let (bp, bq) = (g.note(&p, D::F32), g.note(&q, D::F32));
+            let (e, bits) = {
                 let saved = std::mem::take(&mut g.vars);
-                g.vars = vec![("p".into(), D::F32, false), ("q".into(), D::F32, false)];
+                g.vars = vec![("p".into(), D::F32, bp), ("q".into(), D::F32, bq)];
+                g.in_helper = true;
                 let e = g.expr(D::F32, 3);
+                g.in_helper = false;
+                let bits = g.note(&e, D::F32);
                 g.vars = saved;
-                e
+                (e, bits)
             };
             helpers.push((
                 "helper".to_string(),
@@ -582,10 +720,8 @@ pub fn generate(seed: u64) -> Program {
                     S::Expr(E::Call("return".into(), vec![e], Vec::new())),
                 ],
             ));
-            let (p, q) = (g.expr(D::F32, 1), g.expr(D::F32, 1));
-            // `inexact_now` covers the helper's body and its arguments.
             body.push(S::Assign("hv".into(), call("helper", vec![p, q])));
-            g.vars.push(("hv".into(), D::F32, g.inexact_now));
+            g.vars.push(("hv".into(), D::F32, bits));
         }
         let count = 1 + g.r.below(4);
         g.statements(&mut body, count);
@@ -601,6 +737,8 @@ pub fn generate(seed: u64) -> Program {
         let yi = g.expr(D::I32, 3);
         let yh = g.expr(D::F16, 2);
         let (yf, yi, yh) = (g.tile(yf, D::F32), g.tile(yi, D::I32), g.tile(yh, D::F16));
+        g.note(&yf, D::F32);
+        g.note(&yh, D::F16);
         for (p, e) in [("yf_ptr", yf), ("yi_ptr", yi), ("yh_ptr", yh)] {
             body.push(S::Expr(E::Call(
                 "tl.store".into(),
@@ -699,10 +837,9 @@ pub fn generate(seed: u64) -> Program {
             E::Index(Box::new(a("wrow")), "[None, :]"),
         ));
         zeros(&mut body, "[R, C]");
-        g.vars.push(("x".into(), D::F32, g.inexact_now));
-        g.vars.push(("w".into(), D::F32, g.inexact_now));
+        g.vars.push(("x".into(), D::F32, 6));
+        g.vars.push(("w".into(), D::F32, 6));
         // A row reduction broadcast back along the columns.
-        g.inexact_now = false;
         let f = g.r.pick(&["tl.sum", "tl.max", "tl.min"]);
         let axis = g.r.below(2);
         let xe = g.expr(D::F32, 2);
@@ -713,20 +850,18 @@ pub fn generate(seed: u64) -> Program {
         } else {
             "reduce-axis0"
         });
-        body.push(S::Assign(
-            "rr".into(),
-            E::Index(
-                Box::new(E::Call(
-                    f.into(),
-                    vec![xe],
-                    vec![("axis".into(), a(axis.to_string()))],
-                )),
-                idx,
-            ),
-        ));
-        g.vars.push(("rr".into(), D::F32, g.inexact_now));
+        let rr = E::Index(
+            Box::new(E::Call(
+                f.into(),
+                vec![xe],
+                vec![("axis".into(), a(axis.to_string()))],
+            )),
+            idx,
+        );
+        let bits = g.note(&rr, D::F32);
+        body.push(S::Assign("rr".into(), rr));
+        g.vars.push(("rr".into(), D::F32, bits));
         if g.r.below(3) == 0 {
-            g.inexact_now = false;
             g.feature("dot");
             body.push(S::Assign(
                 "bm".into(),
@@ -744,13 +879,16 @@ pub fn generate(seed: u64) -> Program {
                 ),
             ));
             let lhs = E::Method(Box::new(a("x")), "to", vec![a("tl.float16")]);
-            body.push(S::Assign("dd".into(), call("tl.dot", vec![lhs, a("bm")])));
-            g.vars.push(("dd".into(), D::F32, g.inexact_now));
+            let dd = call("tl.dot", vec![lhs, a("bm")]);
+            let bits = g.note(&dd, D::F32);
+            body.push(S::Assign("dd".into(), dd));
+            g.vars.push(("dd".into(), D::F32, bits));
         }
         let count = 1 + g.r.below(3);
         g.statements(&mut body, count);
         let y = g.expr(D::F32, 3);
         let y = g.tile(y, D::F32);
+        g.note(&y, D::F32);
         body.push(S::Expr(E::Call(
             "tl.store".into(),
             vec![at("y_ptr"), y],
@@ -758,6 +896,10 @@ pub fn generate(seed: u64) -> Program {
         )));
         let y2 = g.expr(D::F32, 2);
         let y2 = g.tile(y2, D::F32);
+        g.note(
+            &E::Call("tl.sum".into(), vec![y2.clone()], Vec::new()),
+            D::F32,
+        );
         body.push(S::Expr(E::Call(
             "tl.store".into(),
             vec![

@@ -57,11 +57,24 @@ pub struct Interpreter {
 }
 
 impl Interpreter {
+    /// Triton's interpreter on the CPU, torch and triton from `site`.
     pub fn start(site: &std::path::Path) -> Result<Interpreter, String> {
-        let mut child = Command::new("python3")
+        let mut cmd = Command::new("python3");
+        cmd.env("PYTHONPATH", site).env("TRITON_INTERPRET", "1");
+        Self::spawn(cmd)
+    }
+
+    /// Triton compiling for the GPU, with the machine's own torch and triton.
+    pub fn start_compiled() -> Result<Interpreter, String> {
+        let mut cmd = Command::new("python3");
+        cmd.env("KWB_TRITON_DEVICE", "cuda")
+            .env_remove("TRITON_INTERPRET");
+        Self::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Result<Interpreter, String> {
+        let mut child = cmd
             .arg(super::repo().join("scripts/triton_interpret.py"))
-            .env("PYTHONPATH", site)
-            .env("TRITON_INTERPRET", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

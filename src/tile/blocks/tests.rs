@@ -49,6 +49,7 @@ fn request(non_negative: bool) -> KernelRequest {
         fits_i32: true,
         divisibility: 16,
         non_negative,
+        one: false,
     };
     let cx = [
         ("BLOCK_M", 128),

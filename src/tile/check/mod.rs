@@ -24,7 +24,7 @@ mod value;
 #[cfg(test)]
 mod tests;
 
-use super::ast::{FuncDef, Module};
+use super::ast::{ExprKind, FuncDef, Module};
 use super::parse::{self, FileKind, ParseError};
 use super::span::{LineIndex, Span};
 use super::{ir, ArgKind, ConstValue, KernelRequest, KernelSignature, ParamSig};
@@ -217,6 +217,33 @@ fn check_kernel(
     (Some(kernel), ck.findings)
 }
 
+/// Whether the kernel's `@triton.jit(do_not_specialize=[...])` names parameter `name` (by
+/// name, or by its index among all parameters, as Triton accepts both): kwb then assumes
+/// nothing of its value (neither that it is 1 nor what divides it).
+fn do_not_specialize(func: &FuncDef, name: &str) -> bool {
+    let index = func.params.iter().position(|p| p.name.name == name);
+    func.decorators.iter().any(|d| {
+        let ExprKind::Call { kwargs, .. } = &d.kind else {
+            return false;
+        };
+        kwargs
+            .iter()
+            .filter(|k| k.name.name == "do_not_specialize")
+            .any(|k| match &k.value.kind {
+                ExprKind::List(items) | ExprKind::Tuple(items) => {
+                    items.iter().any(|e| match &e.kind {
+                        ExprKind::Str(s) => s == name,
+                        ExprKind::Int(i) => {
+                            index.is_some_and(|x| usize::try_from(*i).ok() == Some(x))
+                        }
+                        _ => false,
+                    })
+                }
+                _ => false,
+            })
+    })
+}
+
 impl Ck<'_> {
     /// Binds launch arguments to the non-constexpr parameters in order, and constexprs by name;
     /// returns the launched parameters.
@@ -331,6 +358,7 @@ impl Ck<'_> {
                                 fits_i32,
                                 divisibility,
                                 non_negative,
+                                ..
                             } => (
                                 ir::Type::scalar(if *fits_i32 {
                                     ir::Scalar::I32
@@ -342,6 +370,12 @@ impl Ck<'_> {
                             ),
                             ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1, false),
                         };
+                        let pinned = !do_not_specialize(func, pname);
+                        let (div, non_negative) = if pinned {
+                            (div, non_negative)
+                        } else {
+                            (1, false)
+                        };
                         let var = self.new_var(ty, Some(pname.clone()));
                         params.push(ir::Param {
                             name: pname.clone(),
@@ -349,7 +383,11 @@ impl Ck<'_> {
                             divisibility: div,
                             non_negative,
                         });
-                        Val::Var(var)
+                        match kind {
+                            // Triton's specialisation of an integer equal to 1.
+                            ArgKind::Int { one: true, .. } if pinned => Val::Int(1),
+                            _ => Val::Var(var),
+                        }
                     }
                     None => match &p.default {
                         Some(d) => self.eval(d),

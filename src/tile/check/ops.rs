@@ -88,6 +88,23 @@ impl Ck<'_> {
             }
             BinaryOp::MatMul => return self.error(span, "`@` (matrix multiply) needs tiles"),
         };
+        // `x * 1`, `1 * x`, `x + 0`, `0 + x` and `x - 0` on integers are `x`, as Triton's axis
+        // analysis sees through them: a stride specialised to 1 (an argument equal to 1) then
+        // keeps a row contiguous, so its loads can be vectors.
+        if !dtype.is_float() && dtype != Scalar::I1 {
+            let identity = match (bin, &l, &r) {
+                (BinOp::Mul, x, Val::Int(1)) | (BinOp::Mul, Val::Int(1), x) => Some(x),
+                (BinOp::Add, x, Val::Int(0))
+                | (BinOp::Add, Val::Int(0), x)
+                | (BinOp::Sub, x, Val::Int(0)) => Some(x),
+                _ => None,
+            };
+            if let Some(x @ Val::Var(v)) = identity {
+                if self.scalar_of(*v) == Some(dtype) {
+                    return x.clone();
+                }
+            }
+        }
         self.emit_binary(bin, &l, &r, dtype, dtype, span)
     }
 

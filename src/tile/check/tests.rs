@@ -26,6 +26,7 @@ fn int() -> ArgKind {
         fits_i32: true,
         divisibility: 1,
         non_negative: true,
+        one: false,
     }
 }
 
