@@ -57,9 +57,14 @@ fn kwb_agrees_with_compiled_triton_on_the_gpu() {
                 );
             }
         }
-        // kwb's per-dtype tolerances (exact for int32, 2 ulp for fp16, 1e-5 for fp32), not bit
-        // for bit: compiled Triton contracts `a * b + c` into one FMA, rounding once, where kwb
-        // (and Triton's interpreter) round the product and the sum (docs/differential.md).
+        // kwb's per-dtype tolerances (exact for int32, 2 ulp for fp16, 1e-5 for fp32) for
+        // exact programs, not bit for bit: compiled Triton contracts `a * b + c` into one FMA,
+        // rounding once, where kwb (and Triton's interpreter) round the product and the sum
+        // (docs/differential.md). Inexact ones within 2e-3, as on the CPU: a last-bit
+        // difference of `exp` can flip a later rounding to fp16.
+        if !p.exact {
+            yaml.push_str("tolerance: {rtol: 2e-3, atol: 2e-3}\n");
+        }
         let path = dir.join("gpu.yaml");
         std::fs::write(&path, &yaml).unwrap();
         let out = std::process::Command::new(support::kwb_bin())

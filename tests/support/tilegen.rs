@@ -688,8 +688,8 @@ pub fn generate(seed: u64) -> Program {
         }
         if g.r.below(3) == 0 {
             g.feature("helper-function");
-            // Tiles, as Triton passes a helper tensors (kwb keeps a literal argument a Python
-            // number, which has no `.to`: a gap the differential test once reported).
+            // Tiles: a literal argument is a constexpr in compiled Triton (and in kwb) but a
+            // tensor in Triton's interpreter (docs/differential.md).
             let (p, q) = (g.expr(D::F32, 1), g.expr(D::F32, 1));
             let (p, q) = (g.tile(p, D::F32), g.tile(q, D::F32));
             let (bp, bq) = (g.note(&p, D::F32), g.note(&q, D::F32));

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes the launch cases of Triton's tutorials, as their own host code launches them, for
+scripts/triton_vs_kwb.py.
+
+The tutorials are not part of kwb: fetch them yourself (e.g. from a checkout of Triton,
+python/tutorials/) into one folder, then
+
+  python3 scripts/conformance_cases.py FOLDER > FOLDER/cases.json
+  python3 scripts/triton_vs_kwb.py FOLDER/cases.json
+
+Cases (file names as in Triton's repository):
+- 01-vector-add.py `add_kernel`, 98432 fp32 elements, BLOCK_SIZE 1024 (the tutorial's size);
+- 02-fused-softmax.py `softmax_kernel`, 4096x1024 fp32, its BLOCK_SIZE, 8 warps, num_stages 4,
+  one program per 4 rows (the tutorial sizes its persistent grid by occupancy; both sides get
+  this one);
+- 03-matrix-multiplication.py `matmul_kernel`, fp16 4096^3, at each of the tutorial's CUDA
+  autotune configurations (the autotune wrapper is bypassed so each is timed);
+- 05-layer-norm.py `_layer_norm_fwd_fused`, 4096x8192 fp16, as the tutorial launches it.
+"""
+
+import json
+import os
+import sys
+
+MATMUL_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps), CUDA ones
+    (128, 256, 64, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
+    (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4), (64, 32, 32, 8, 5, 2), (32, 64, 32, 8, 5, 2),
+    (128, 256, 128, 8, 3, 8), (256, 128, 128, 8, 3, 8), (256, 64, 128, 8, 4, 4), (64, 256, 128, 8, 4, 4),
+    (128, 128, 128, 8, 4, 4), (128, 64, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4), (128, 32, 64, 8, 4, 4),
+]
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def cases(folder):
+    out = []
+    have = lambda f: os.path.exists(os.path.join(folder, f))
+    if have("01-vector-add.py"):
+        n = 98432
+        out.append({"name": "01 add_kernel 98432", "file": "01-vector-add.py", "kernel": "add_kernel",
+                    "buffers": {"x": {"dtype": "f32", "shape": [n]}, "y": {"dtype": "f32", "shape": [n]},
+                                "out": {"dtype": "f32", "shape": [n], "output": True}},
+                    "args": ["x", "y", "out", n], "constexprs": {"BLOCK_SIZE": 1024},
+                    "num_warps": 4, "grid": [cdiv(n, 1024), 1, 1], "rtol": 0, "atol": 0})
+    if have("02-fused-softmax.py"):
+        m, n = 4096, 1024
+        out.append({"name": "02 softmax_kernel 4096x1024", "file": "02-fused-softmax.py",
+                    "kernel": "softmax_kernel",
+                    "buffers": {"y": {"dtype": "f32", "shape": [m, n], "output": True},
+                                "x": {"dtype": "f32", "shape": [m, n]}},
+                    "args": ["y", "x", n, n, m, n], "constexprs": {"BLOCK_SIZE": 1024, "num_stages": 4},
+                    "num_warps": 8, "grid": [m // 4, 1, 1], "rtol": 1e-5, "atol": 1e-6})
+    if have("03-matrix-multiplication.py"):
+        m = n = k = 4096
+        for bm, bn, bk, g, stages, warps in MATMUL_CONFIGS:
+            out.append({"name": f"03 matmul 4096^3 {bm}x{bn}x{bk} s{stages} w{warps}",
+                        "file": "03-matrix-multiplication.py", "kernel": "matmul_kernel",
+                        "buffers": {"a": {"dtype": "f16", "shape": [m, k]}, "b": {"dtype": "f16", "shape": [k, n]},
+                                    "c": {"dtype": "f16", "shape": [m, n], "output": True}},
+                        "args": ["a", "b", "c", m, n, k, k, 1, n, 1, n, 1],
+                        # The tutorial's ACTIVATION="" : kwb's workspace takes numbers only, and
+                        # 0 == "leaky_relu" is False as "" == "leaky_relu" is.
+                        "constexprs": {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk,
+                                       "GROUP_SIZE_M": g, "ACTIVATION": 0},
+                        "num_warps": warps, "num_stages": stages,
+                        "grid": [cdiv(m, bm) * cdiv(n, bn), 1, 1], "rtol": 1e-2, "atol": 1e-2,
+                        "flops": 2.0 * m * n * k})
+    if have("05-layer-norm.py"):
+        m, n = 4096, 8192
+        out.append({"name": "05 layer_norm fwd 4096x8192 fp16", "file": "05-layer-norm.py",
+                    "kernel": "_layer_norm_fwd_fused",
+                    "buffers": {"x": {"dtype": "f16", "shape": [m, n]}, "y": {"dtype": "f16", "shape": [m, n], "output": True},
+                                "w": {"dtype": "f16", "shape": [n]}, "b": {"dtype": "f16", "shape": [n]},
+                                "mean": {"dtype": "f32", "shape": [m], "output": True},
+                                "rstd": {"dtype": "f32", "shape": [m], "output": True}},
+                    "args": ["x", "y", "w", "b", "mean", "rstd", n, n, 1e-5],
+                    "constexprs": {"BLOCK_SIZE": 8192}, "num_warps": 8, "grid": [m, 1, 1],
+                    "rtol": 1e-2, "atol": 1e-2})
+    return out
+
+
+if __name__ == "__main__":
+    json.dump(cases(sys.argv[1]), sys.stdout, indent=1)
