@@ -5,16 +5,9 @@ mod support;
 
 use kwb::compile::Arch;
 use std::fmt::Write as _;
-use support::tile_diff::Runner;
+use support::tile_diff::{env_u64, Runner};
 use support::tilegen::{self, Arg};
 use support::triton::Interpreter;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 /// On a GPU: kwb's compiled kernel (`kwb batch`, on the GPU) against Triton's compiled kernel
 /// (the machine's own torch and triton), on the same inputs: Triton's outputs become the

@@ -9,7 +9,6 @@ mod support;
 
 use kwb::tile::parse::{parse, FileKind};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const WHEELS: &[(&str, &str)] = &[
     ("liger-kernel==0.8.5", "liger_kernel"),
@@ -36,23 +35,8 @@ fn corpus_dirs() -> Result<Vec<PathBuf>, String> {
                 "tests: installing {spec} (sources only) into {}",
                 dir.display()
             );
-            let ok = Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--no-deps",
-                    "--target",
-                ])
-                .arg(&dir)
-                .arg(spec)
-                .status()
-                .map_err(|e| format!("cannot run pip: {e}"))?;
-            if !ok.success() {
-                return Err(format!("pip install {spec} failed ({ok})"));
-            }
+            kwb::compile::provision::pip_install(&dir, &["--no-deps", spec])
+                .map_err(|e| format!("{spec} could not be installed: {e}"))?;
         }
         dirs.push(dir.join(package));
     }

@@ -18,7 +18,8 @@ mod support;
 
 use kwb::compile::Arch;
 use std::collections::BTreeMap;
-use support::tile_diff::{Outcome, Runner};
+use std::path::PathBuf;
+use support::tile_diff::{env_u64, Outcome, Runner};
 use support::tilegen::{self, Layout};
 use support::triton::{provision, Interpreter};
 
@@ -37,20 +38,15 @@ fn setup() -> Option<Runner> {
     };
     let triton = Interpreter::start(&site).expect("the Triton interpreter starts");
     println!("triton interpreter: {}", triton.versions.trim());
-    let dir = support::repo().join("target/tile-diff");
+    // `KWB_DIFF_DIR`: another folder, for a campaign beside a test run.
+    let dir = std::env::var_os("KWB_DIFF_DIR")
+        .map_or_else(|| support::repo().join("target/tile-diff"), PathBuf::from);
     let _ = std::fs::remove_dir_all(&dir);
     Some(Runner {
         triton,
         arch: Arch::parse("sm_90").unwrap(),
         dir,
     })
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 #[test]

@@ -106,10 +106,16 @@ pub fn locate_or_install() -> Result<CudaPaths, ProvisionError> {
     locate().map_err(|locate| ProvisionError::StillMissing { target, locate })
 }
 
-/// Installs the wheels into a folder of its own next to `target`, then moves it into place, so
-/// that two kwb processes installing at once, or an install cut short, never leave a half-made
-/// `target` behind.
+/// Installs the NVRTC wheels into `target` ([`pip_install`]).
 pub fn install(target: &Path) -> Result<(), ProvisionError> {
+    pip_install(target, &WHEELS)
+}
+
+/// `python3 -m pip install --target` of `packages` (pip's own arguments: names, pins, options
+/// such as `--no-deps`) into a folder of its own next to `target`, then moved into place, so
+/// that two processes installing at once, or an install cut short, never leave a half-made
+/// `target` behind. The tests install Triton and the conformance corpus this way too.
+pub fn pip_install(target: &Path, packages: &[&str]) -> Result<(), ProvisionError> {
     let parent = target.parent().unwrap_or(Path::new("."));
     let io_failed = |e: std::io::Error| ProvisionError::PipFailed {
         target: target.to_path_buf(),
@@ -132,7 +138,7 @@ pub fn install(target: &Path) -> Result<(), ProvisionError> {
         ])
         .args(["--no-input", "--target"])
         .arg(&fresh)
-        .args(WHEELS)
+        .args(packages)
         .output()
         .map_err(|e| ProvisionError::NoPython(e.to_string()))?;
     if !out.status.success() {

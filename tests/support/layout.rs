@@ -2,9 +2,10 @@
 //! (after `(`, `[`, `,` or before a closing bracket, at any indentation, sometimes after a
 //! comment), lines inside brackets joined, and `\` continuations between a statement's `=` and
 //! its value. A scan of its own (strings, comments, brackets), so it shares no code with the
-//! lexer it tests.
+//! lexer it tests (its string scan is the parser's safety net's, `parse/coverage.rs`).
 
 use super::rng::Rng;
+use kwb::tile::parse::coverage::string_end;
 
 /// `src` laid out anew, seeded by `rng`: about one in `every` eligible places changes.
 pub fn reformat(src: &str, rng: &mut Rng, every: usize) -> String {
@@ -90,27 +91,4 @@ fn brk(rng: &mut Rng) -> String {
         ""
     };
     format!("{comment}\n{}", " ".repeat(rng.below(16)))
-}
-
-fn string_end(b: &[u8], pos: usize) -> usize {
-    let q = b[pos];
-    let triple = b.get(pos + 1) == Some(&q) && b.get(pos + 2) == Some(&q);
-    let mut p = pos + if triple { 3 } else { 1 };
-    while p < b.len() {
-        match b[p] {
-            b'\\' => p += 2,
-            b'\n' if !triple => return p,
-            c if c == q => {
-                if !triple {
-                    return p + 1;
-                }
-                if b.get(p + 1) == Some(&q) && b.get(p + 2) == Some(&q) {
-                    return p + 3;
-                }
-                p += 1;
-            }
-            _ => p += 1,
-        }
-    }
-    b.len().min(p)
 }

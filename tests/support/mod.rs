@@ -33,22 +33,7 @@ pub fn provision_nvrtc() {
             "tests: NVRTC not found; installing the 13.0 wheels into {}",
             target.display()
         );
-        let status = std::process::Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--target",
-            ])
-            .arg(&target)
-            .args(["nvidia-cuda-nvrtc==13.0.*", "nvidia-cuda-runtime==13.0.*"])
-            .status()
-            .map_err(|e| format!("cannot run python3 -m pip: {e}"))?;
-        if !status.success() {
-            return Err(format!("pip install of the NVRTC wheels failed ({status})"));
-        }
+        kwb::compile::provision::install(&target).map_err(|e| e.to_string())?;
         kwb::compile::locate::locate()
             .map(|_| ())
             .map_err(|e| e.to_string())

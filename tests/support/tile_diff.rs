@@ -290,3 +290,11 @@ impl Runner {
         (p, why)
     }
 }
+
+/// A count or seed from the environment, or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}

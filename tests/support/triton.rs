@@ -28,22 +28,8 @@ pub fn provision() -> Result<PathBuf, String> {
         "tests: installing torch and triton from the package index into {}",
         dir.display()
     );
-    let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--target",
-        ])
-        .arg(&dir)
-        .args(["torch", "triton", "numpy"])
-        .status()
-        .map_err(|e| format!("cannot run python3 -m pip: {e}"))?;
-    if !status.success() {
-        return Err(format!("pip install of torch and triton failed ({status})"));
-    }
+    kwb::compile::provision::pip_install(&dir, &["torch", "triton", "numpy"])
+        .map_err(|e| format!("torch and triton could not be installed: {e}"))?;
     Ok(dir)
 }
 

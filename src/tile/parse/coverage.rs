@@ -139,8 +139,9 @@ fn width(blanks: &[u8]) -> usize {
     })
 }
 
-/// The offset just past the string literal whose opening quote is at `pos`.
-fn string_end(b: &[u8], pos: usize) -> usize {
+/// The offset just past the string literal whose opening quote is at `pos` (a scan of its
+/// own, not the lexer's; the tests' re-layout tool uses it too).
+pub fn string_end(b: &[u8], pos: usize) -> usize {
     let q = b[pos];
     let triple = b.get(pos + 1) == Some(&q) && b.get(pos + 2) == Some(&q);
     let mut p = pos + if triple { 3 } else { 1 };

@@ -10,7 +10,7 @@
 //! Errors recover: a bad statement is reported and skipped up to the end of its line (and its
 //! block), and parsing goes on, so one file yields all of its errors.
 
-mod coverage;
+pub mod coverage;
 mod expr;
 mod stmt;
 
