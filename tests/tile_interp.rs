@@ -1063,3 +1063,69 @@ fn scalar_loops_and_division_as_triton_from_source() {
     // compile time with Python's rounding, as Triton's frontend folds it: -4 and 1.
     assert_eq!(i32s(&bufs[0]), vec![45, -3, -1, 1, 4, 7, 10, -4, 1]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Semantics the differential test against Triton found (tests/tile_differential.rs; the
+// programs reduced from seeds 5808, 5787 and 6715 of its campaign, and 1393/1726).
+
+/// Runs kernel `k` of a source (one program of 16 lanes) on an int32 output and the int
+/// arguments `ints` (each `one` when it equals 1, as kwb and compiled Triton specialise).
+fn run_source(src: &str, ints: &[i64]) -> Vec<i32> {
+    let path = std::path::Path::new("regression.py");
+    let mut args = vec![ArgKind::Pointer(DType::I32)];
+    args.extend(ints.iter().map(|v| ArgKind::Int {
+        fits_i32: true,
+        divisibility: 1,
+        non_negative: *v >= 0,
+        one: *v == 1,
+    }));
+    let request = KernelRequest {
+        name: "k".into(),
+        args,
+        constexprs: Vec::new(),
+        num_warps: 1,
+    };
+    let c = kwb::tile::compile(path, src, &[request]);
+    assert!(
+        c.kernels.len() == 1,
+        "{}",
+        kwb::diag::render_all(&c.diagnostics)
+    );
+    let mut bufs = vec![i32_buf("y", &[0; 16])];
+    let mut iargs = vec![InterpArg::Buffer(0)];
+    iargs.extend(ints.iter().map(|v| InterpArg::Int(*v)));
+    run(&c.kernels[0], [1, 1, 1], &iargs, &mut bufs).unwrap();
+    i32s(&bufs[0])
+}
+
+#[test]
+fn tl_minimum_and_where_of_numbers_are_tensors_as_in_triton() {
+    // Triton makes the arguments of `tl.minimum`/`tl.maximum`/`tl.where` tensors, so what
+    // follows divides as tensors do (truncating): 3 // -4 is 0, not Python's -1.
+    let src = "import triton.language as tl\n@triton.jit\ndef k(y_ptr):\n    o = tl.arange(0, 16)\n    a = tl.minimum(3, 3) // -4\n    b = tl.where(True, 7, 0) % -4\n    tl.store(y_ptr + o, o * 0 + a * 100 + b)\n";
+    assert_eq!(run_source(src, &[]), vec![3; 16]);
+}
+
+#[test]
+fn an_argument_equal_to_1_is_a_constexpr_as_compiled_triton_makes_it() {
+    // Compiled Triton specialises an integer argument equal to 1 as the constexpr 1, so
+    // `s // -2` folds with Python's floor (-1) where a runtime `s` truncates (0). Triton's
+    // interpreter does not specialise: the differential test keeps `s` away from 1 for that
+    // reason (docs/differential.md), and the GPU test holds kwb to compiled Triton.
+    let src = "import triton.language as tl\n@triton.jit\ndef k(y_ptr, s):\n    o = tl.arange(0, 16)\n    tl.store(y_ptr + o, o * 0 + s // -2)\n";
+    assert_eq!(run_source(src, &[1]), vec![-1; 16]);
+    assert_eq!(run_source(src, &[3]), vec![-1; 16]);
+    assert_eq!(run_source(src, &[-3]), vec![1; 16]);
+    let unspecialised = "import triton.language as tl\n@triton.jit(do_not_specialize=['s'])\ndef k(y_ptr, s):\n    o = tl.arange(0, 16)\n    tl.store(y_ptr + o, o * 0 + s // -2)\n";
+    assert_eq!(run_source(unspecialised, &[1]), vec![0; 16]);
+}
+
+#[test]
+fn a_number_assigned_to_a_name_is_a_tensor_as_in_compiled_triton() {
+    // Compiled Triton turns a number assigned to a plain name into a tensor (its code
+    // generator's `_sanitize_target_value`), so `t = -1; t % 7` truncates to -1 (seed 5583 of
+    // the differential campaign, confirmed against compiled Triton on an H200); annotated
+    // `tl.constexpr`, it stays a Python number and `%` is Python's (6).
+    let src = "import triton.language as tl\n@triton.jit\ndef k(y_ptr):\n    o = tl.arange(0, 16)\n    t = -1\n    c: tl.constexpr = -1\n    tl.store(y_ptr + o, o * 0 + (t % 7) * 100 + c % 7)\n";
+    assert_eq!(run_source(src, &[]), vec![-94; 16]);
+}

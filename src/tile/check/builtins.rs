@@ -5,7 +5,6 @@
 
 use super::emit::Ck;
 use super::expr::{Arg, Args};
-use super::fold;
 use super::names;
 use super::value::{display_builtin, promote, Val};
 use crate::tile::ast::BinaryOp;
@@ -167,11 +166,9 @@ impl Ck<'_> {
                 let Some(s) = self.bind(name, a, &["x", "y", "propagate_nan"], 2) else {
                     return Val::Poison;
                 };
+                // Not folded when both are numbers: Triton makes them tensors, so the result is
+                // a runtime scalar (`tl.minimum(3, 3) // -4` truncates, as on tensors, to 0).
                 let (x, y) = (Self::val(&s, 0), Self::val(&s, 1));
-                if x.is_number() && y.is_number() {
-                    let less = fold::compare(crate::tile::ast::CmpOp::Lt, &x, &y).unwrap_or(false);
-                    return if (name == "maximum") == less { y } else { x };
-                }
                 let op = if name == "maximum" {
                     BinOp::Max
                 } else {

@@ -97,9 +97,22 @@ impl Ck<'_> {
         if cond == Val::Poison || a == Val::Poison || b == Val::Poison {
             return Val::Poison;
         }
+        let mut cond = cond;
         if let Some(t) = cond.truthy() {
             if !matches!(cond, Val::Var(_)) {
-                return if t { a } else { b };
+                let same = match (&a, &b) {
+                    (Val::Var(x), Val::Var(y)) => self.ty(*x) == self.ty(*y),
+                    _ => false,
+                };
+                if same {
+                    return if t { a } else { b };
+                }
+                // Triton makes both sides tensors of their promoted dtype whatever the
+                // condition: `tl.where(True, 1, 0)` is a runtime int32, not a Python 1.
+                match self.operand_as(&Val::Bool(t), Scalar::I1, &[]) {
+                    Some(c) => cond = Val::Var(c),
+                    None => return Val::Poison,
+                }
             }
         }
         let Val::Var(c) = cond else {

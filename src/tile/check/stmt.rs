@@ -32,6 +32,7 @@ impl Ck<'_> {
             StmtKind::Pass => {}
             StmtKind::Assign { targets, value } => {
                 let v = self.eval(value);
+                let v = self.as_tensor(v);
                 for t in targets {
                     self.assign(t, v.clone());
                 }
@@ -40,11 +41,14 @@ impl Ck<'_> {
                 let cur = self.eval(target);
                 let rhs = self.eval(value);
                 let v = self.binary(*op, cur, rhs, s.span);
+                let v = self.as_tensor(v);
                 self.assign(target, v);
             }
-            StmtKind::AnnAssign { target, value, .. } => {
+            StmtKind::AnnAssign { target, value, ann } => {
                 if let Some(value) = value {
                     let v = self.eval(value);
+                    let constexpr = crate::tile::parse::is_constexpr_annotation(ann);
+                    let v = if constexpr { v } else { self.as_tensor(v) };
                     self.assign(target, v);
                 }
             }
@@ -64,6 +68,25 @@ impl Ck<'_> {
                 };
                 self.assertion(&c, &m, cond.span, false);
             }
+        }
+    }
+
+    /// A number assigned to a name, as compiled Triton assigns it: a runtime scalar (int32,
+    /// int64 or fp32, or int1), not a compile-time number, unless annotated `tl.constexpr`.
+    /// So `t = -1` then `t % 7` divides as tensors do (-1, not Python's 6), and `c = 2.0` then
+    /// `x_f16 * c` is fp32, as in Triton.
+    fn as_tensor(&mut self, v: Val) -> Val {
+        match v {
+            Val::Int(_) | Val::Float(_) | Val::Bool(_) => {
+                let Some(s) = default_dtype(&v) else { return v };
+                let s = match (&v, s) {
+                    (Val::Int(i), Scalar::I32) if i32::try_from(*i).is_err() => Scalar::I64,
+                    _ => s,
+                };
+                self.operand_as(&v, s, &[]).map_or(Val::Poison, Val::Var)
+            }
+            Val::Tuple(items) => Val::Tuple(items.into_iter().map(|x| self.as_tensor(x)).collect()),
+            other => other,
         }
     }
 

@@ -165,7 +165,8 @@ fn fp16_with_bf16_computes_in_fp32() {
 
 #[test]
 fn constexprs_fold_and_decide_ifs() {
-    let k = ok("C = (B * 3 - 1) // 2 % 7\nif C == 3:\n    tl.store(y_ptr, 1.0)\nelse:\n    tl.store(y_ptr, 2.0)\nfor i in tl.static_range(3):\n    tl.store(y_ptr + i, 0.0)\nD = tl.cdiv(n, 16)\nE = max(B, 256) + min(1, 2)");
+    // `C: tl.constexpr`: a plain `C = ...` would be a runtime scalar, as in Triton.
+    let k = ok("C: tl.constexpr = (B * 3 - 1) // 2 % 7\nif C == 3:\n    tl.store(y_ptr, 1.0)\nelse:\n    tl.store(y_ptr, 2.0)\nfor i in tl.static_range(3):\n    tl.store(y_ptr + i, 0.0)\nD = tl.cdiv(n, 16)\nE = max(B, 256) + min(1, 2)");
     // (128*3-1)//2 = 191, 191 % 7 = 2: the else branch only, and three unrolled stores.
     let stores = k
         .body

@@ -14,6 +14,8 @@ pub mod coverage;
 mod expr;
 mod stmt;
 
+pub(crate) use stmt::is_constexpr_annotation;
+
 use super::ast::{self, ExprKind, Import, Module};
 use super::lex::{self, Tok, Token};
 use super::span::Span;

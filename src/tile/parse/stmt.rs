@@ -415,7 +415,7 @@ impl Parser<'_> {
 }
 
 /// `tl.constexpr`, `triton.language.constexpr` or a bare `constexpr`.
-fn is_constexpr_annotation(e: &Expr) -> bool {
+pub(crate) fn is_constexpr_annotation(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Name(n) => n == "constexpr",
         ExprKind::Attr { attr, .. } => attr.name == "constexpr",
