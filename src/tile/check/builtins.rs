@@ -107,8 +107,21 @@ impl Ck<'_> {
             Val::Bool(b) => Some(i64::from(*b)),
             Val::Poison => None,
             other => {
+                // A runtime scalar here is most often a number assigned to a plain name,
+                // which Triton (and kwb) make a runtime value.
+                let is_param = |ck: &Self, x: crate::tile::ir::VarId| {
+                    let name = ck.vars[x.0 as usize].name.as_deref();
+                    ck.module.funcs[ck.kernel]
+                        .params
+                        .iter()
+                        .any(|p| Some(p.name.name.as_str()) == name)
+                };
+                let hint = match other {
+                    Val::Var(x) if !self.ty(*x).is_tile() && !is_param(self, *x) => "; a number assigned to a plain name is a runtime value, as in Triton: annotate it to keep it compile-time (`n: tl.constexpr = ...`)",
+                    _ => "",
+                };
                 let msg = format!(
-                    "{what} must be a compile-time integer, found {}",
+                    "{what} must be a compile-time integer, found {}{hint}",
                     self.show(other)
                 );
                 self.error(span, msg);
