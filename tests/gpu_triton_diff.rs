@@ -1,110 +1,132 @@
-//! On a GPU: kwb's compiled kernels against Triton's compiled kernels, on the random programs of
-//! `tests/support/tilegen.rs` (the CPU side of this is `tests/tile_differential.rs`).
+//! On GPUs: kwb's compiled kernels against Triton's compiled kernels, on the random programs of
+//! `tests/support/tilegen/` (the CPU side of this is `tests/tile_differential.rs`).
+//!
+//! Triton (the machine's own torch and triton) compiles and runs each program's plain layout;
+//! kwb compiles a layout split inside brackets and runs it in its GPU worker on the same inputs,
+//! with Triton's outputs as the reference. Threads share the GPUs, each with its own Triton
+//! process and kwb worker. A mismatch is reduced and saved as on the CPU.
 
 mod support;
 
 use kwb::compile::Arch;
+use kwb::run::supervisor::{JobResult, Supervisor};
+use kwb::run::worker_command::WorkerCommand;
 use std::fmt::Write as _;
-use support::tile_diff::{env_u64, Runner};
-use support::tilegen::{self, Arg};
+use std::path::PathBuf;
+use support::differential::{planned, Case};
+use support::tile_campaign::{campaign, print_tally, Differential};
+use support::tile_diff::{env_u64, Outcome, Runner};
+use support::tilegen::{self, Arg, Layout, Program};
 use support::triton::Interpreter;
 
-/// On a GPU: kwb's compiled kernel (`kwb batch`, on the GPU) against Triton's compiled kernel
-/// (the machine's own torch and triton), on the same inputs: Triton's outputs become the
-/// reference of kwb's run, within kwb's per-dtype tolerances (bit for bit for int32).
-/// `KWB_DIFF_GPU_PROGRAMS` programs
-/// (default 100) from `KWB_DIFF_SEED`. Skips, saying why, without a GPU.
+/// One thread's pair: Triton compiling for one GPU, and a kwb worker on the same GPU.
+struct Gpu {
+    runner: Runner,
+    worker: Supervisor,
+}
+
+impl Differential for Gpu {
+    fn folder(&self, tag: &str) -> PathBuf {
+        self.runner.dir.join(tag)
+    }
+
+    fn check(&mut self, p: &Program, tag: &str) -> Outcome {
+        let (dir, _) = self.runner.write(p, tag);
+        let request = self.runner.triton_request(p, &dir);
+        if let Err(e) = self.runner.triton.run(&request) {
+            return Outcome::TritonRejects(e);
+        }
+        let split = tilegen::print(p, &mut Layout::seeded(p.seed * 7 + 3));
+        std::fs::write(dir.join("k.split.py"), split).unwrap();
+        let mut yaml = Runner::workspace(p, &dir, "k.split.py");
+        yaml.push_str("reference:\n  npy:\n");
+        for a in &p.args {
+            if let Arg::Buffer { name, .. } = a {
+                let f = dir.join(format!("{name}.triton.npy"));
+                let _ = writeln!(yaml, "    {name}: {}", f.display());
+            }
+        }
+        // kwb's per-dtype tolerances (exact for int32, 2 ulp for fp16, 1e-5 for fp32) for
+        // exact programs, not bit for bit: compiled Triton contracts `a * b + c` into one FMA,
+        // rounding once, where kwb rounds the product and the sum (docs/differential.md).
+        // Inexact ones within 2e-3, as on the CPU: a last-bit difference of `exp` can flip a
+        // later rounding to fp16.
+        if !p.exact {
+            yaml.push_str("tolerance: {rtol: 2e-3, atol: 2e-3}\n");
+        }
+        let case = Case {
+            yaml: &yaml,
+            version: "k",
+            size: "s",
+            seed: p.seed,
+            code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
+            tolerance: None,
+        };
+        let job = match planned(&dir, self.runner.arch, &case) {
+            Ok((job, _)) => job,
+            Err(e) => return Outcome::KwbRejects(e),
+        };
+        match self.worker.run(&job, &mut |_| {}) {
+            JobResult::Done(o) => match (o.error, o.check) {
+                (Some(e), _) => Outcome::Mismatch(format!("kwb's run failed: {e}")),
+                (None, Some(c)) if c.passed => Outcome::Agree,
+                (None, Some(c)) => Outcome::Mismatch(format!(
+                    "Triton gives other values: {}",
+                    c.failure.unwrap_or_default()
+                )),
+                (None, None) => Outcome::Mismatch("kwb's run was not checked".into()),
+            },
+            other => Outcome::Mismatch(format!("kwb's worker: {other:?}")),
+        }
+    }
+}
+
+/// `KWB_DIFF_GPU_PROGRAMS` programs (default 100) from `KWB_DIFF_SEED`, on `KWB_DIFF_JOBS`
+/// threads (default: the cores) spread over every GPU.
 #[test]
+#[ignore = "needs an NVIDIA GPU and Triton: the GPU bundle runs it with --include-ignored"]
 fn kwb_agrees_with_compiled_triton_on_the_gpu() {
     let Some(_gpu) = kwb::run::gpu::gpu_or_skip("kwb_agrees_with_compiled_triton_on_the_gpu")
     else {
         return;
     };
     support::provision_nvrtc();
-    let mut runner = Runner {
-        triton: Interpreter::start_compiled().expect("Triton starts on the GPU"),
-        arch: Arch::parse("sm_90").unwrap(),
-        dir: support::repo().join("target/tile-diff-gpu"),
-    };
-    println!("triton on the GPU: {}", runner.triton.versions.trim());
-    let _ = std::fs::remove_dir_all(&runner.dir);
+    let gpus = kwb::run::gpu::probe(0).expect("a GPU");
+    let dir = support::repo().join("target/tile-diff-gpu");
+    let _ = std::fs::remove_dir_all(&dir);
+    let save =
+        std::env::var_os("KWB_DIFF_SAVE").map_or_else(|| dir.join("regressions"), PathBuf::from);
     let count = env_u64("KWB_DIFF_GPU_PROGRAMS", 100);
     let first = env_u64("KWB_DIFF_SEED", 1);
-    let (mut agree, mut exact, mut rejected, mut failures) = (0, 0, 0, Vec::new());
-    for seed in first..first + count {
-        let p = tilegen::generate(seed);
-        let (dir, _) = runner.write(&p, &format!("seed-{seed}"));
-        let request = runner.triton_request(&p, &dir);
-        if runner.triton.run(&request).is_err() {
-            rejected += 1;
-            continue;
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let jobs = env_u64("KWB_DIFF_JOBS", cores as u64) as usize;
+    let make = |t: usize| {
+        let ordinal = t % gpus;
+        let triton = Interpreter::start_compiled(ordinal).expect("Triton starts on the GPU");
+        if t == 0 {
+            println!("triton on the GPU: {}", triton.versions.trim());
         }
-        let mut yaml = Runner::workspace(&p, &dir);
-        yaml.push_str("reference:\n  npy:\n");
-        for a in &p.args {
-            if let Arg::Buffer { name, .. } = a {
-                let _ = writeln!(
-                    yaml,
-                    "    {name}: {}",
-                    dir.join(format!("{name}.triton.npy")).display()
-                );
-            }
+        let cmd = WorkerCommand::new(support::kwb_bin(), ["worker"]);
+        let mut worker = Supervisor::start(cmd).expect("kwb's worker starts");
+        worker
+            .device(ordinal as u32)
+            .expect("kwb's worker opens the GPU");
+        Gpu {
+            runner: Runner {
+                triton,
+                arch: Arch::parse("sm_90").unwrap(),
+                dir: dir.clone(),
+            },
+            worker,
         }
-        // kwb's per-dtype tolerances (exact for int32, 2 ulp for fp16, 1e-5 for fp32) for
-        // exact programs, not bit for bit: compiled Triton contracts `a * b + c` into one FMA,
-        // rounding once, where kwb (and Triton's interpreter) round the product and the sum
-        // (docs/differential.md). Inexact ones within 2e-3, as on the CPU: a last-bit
-        // difference of `exp` can flip a later rounding to fp16.
-        if !p.exact {
-            yaml.push_str("tolerance: {rtol: 2e-3, atol: 2e-3}\n");
-        }
-        let path = dir.join("gpu.yaml");
-        std::fs::write(&path, &yaml).unwrap();
-        let out = std::process::Command::new(support::kwb_bin())
-            .arg("batch")
-            .arg(&path)
-            .args([
-                "--format",
-                "json",
-                "--min-time",
-                "0.001",
-                "--max-time",
-                "0.01",
-                "--min-samples",
-                "1",
-            ])
-            .output()
-            .expect("kwb runs");
-        let text = String::from_utf8_lossy(&out.stdout);
-        match kwb::report::json::from_json(&text) {
-            Ok(r)
-                if r.results
-                    .first()
-                    .is_some_and(|r| r.status == kwb::report::Status::Ok) =>
-            {
-                agree += 1;
-                exact += u32::from(p.exact);
-            }
-            Ok(r) => {
-                let why = r
-                    .results
-                    .first()
-                    .map(|r| format!("{:?}: {}", r.status, r.message.clone().unwrap_or_default()));
-                if why.as_deref().is_some_and(|w| w.contains("Compile")) {
-                    rejected += 1;
-                } else {
-                    failures.push(format!("seed {seed}: {}", why.unwrap_or_default()));
-                }
-            }
-            Err(e) => failures.push(format!(
-                "seed {seed}: {e}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )),
-        }
-    }
-    println!(
-        "tile differential on the GPU: {count} programs from seed {first}: {agree} agree with compiled Triton ({exact} of them exact-only programs), {rejected} not run by one side, {} mismatches",
-        failures.len()
+    };
+    let t = campaign(first, count, jobs, make, &save);
+    print_tally(
+        &format!("tile differential on {gpus} GPU(s)"),
+        first,
+        count,
+        &t,
     );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let found: Vec<String> = t.mismatches.iter().map(|f| f.report()).collect();
+    assert!(found.is_empty(), "{}", found.join("\n\n"));
 }

@@ -1,111 +1,86 @@
 //! Differential testing of kwb's tile compiler against Triton itself, on the CPU.
 //!
-//! Random valid Triton kernels (`support/tilegen.rs`, seeded) run under Triton's own
-//! interpreter (`TRITON_INTERPRET=1`, torch on the CPU; `scripts/triton_interpret.py`), under
-//! kwb's tile interpreter, and as the PTX kwb generated, in kwb's emulator; every buffer must
-//! come out the same: bit for bit where the program uses exact operations only, within a few
-//! ulp otherwise. Each program is also printed in two more layouts (lines split inside
-//! brackets, comments, trailing commas, backslashes), which must compile to the same IR.
+//! Random valid Triton kernels (`support/tilegen/`, seeded) run under Triton's own interpreter
+//! (`TRITON_INTERPRET=1`, torch on the CPU; `scripts/triton_interpret.py`) from their plain
+//! layout, and under kwb's tile interpreter and as the PTX kwb generated, in kwb's emulator,
+//! from a layout split inside brackets; every buffer must come out the same: bit for bit where
+//! the program uses exact operations only, within about an fp16 ulp otherwise. Two more layouts
+//! (splits, comments, trailing commas, backslashes) must compile to the plain layout's IR.
 //!
-//! A mismatch is reduced (statements removed while it persists, as C-Reduce does) and written
-//! to `target/tile-diff/seed-N.py`; the test fails with the seed and the reduced program.
+//! A mismatch is reduced (statements removed, branches kept, expressions replaced by operands,
+//! while it persists, as C-Reduce does) and saved as a fixture (`KWB_DIFF_SAVE`, default
+//! `target/tile-diff/regressions/seed-N/`) that `tests/diff_regressions.rs` replays without
+//! Triton once copied into `tests/diff_regressions/`; the test fails with the reduced program.
 //!
-//! `cargo test --test tile_differential` runs 500 programs (`KWB_DIFF_PROGRAMS`,
-//! `KWB_DIFF_SEED` pick others). torch and triton are installed into kwb's cache folder on first
-//! use; where that is impossible the test says why and passes only outside CI (`CI` unset).
+//! `cargo test --test tile_differential` runs 500 programs on every core (`KWB_DIFF_PROGRAMS`,
+//! `KWB_DIFF_SEED`, `KWB_DIFF_JOBS` pick others). torch and triton are installed into kwb's
+//! cache folder on first use; where that is impossible the test says why and passes only
+//! outside CI (`CI` unset).
 
 mod support;
 
 use kwb::compile::Arch;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use support::tile_diff::{env_u64, Outcome, Runner};
-use support::tilegen::{self, Layout};
+use support::tile_campaign::{campaign, print_tally};
+use support::tile_diff::{env_u64, Runner};
 use support::triton::{provision, Interpreter};
 
-fn setup() -> Option<Runner> {
+/// The site packages torch and triton come from, or None (with the reason printed) where they
+/// cannot be installed outside CI.
+fn site() -> Option<PathBuf> {
     support::provision_nvrtc();
-    let site = match provision() {
-        Ok(s) => s,
+    match provision() {
+        Ok(s) => Some(s),
         Err(e) => {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "CI must run the differential test, but Triton is unavailable: {e}"
             );
             println!("SKIPPED: differential test against Triton: {e}");
-            return None;
+            None
         }
-    };
-    let triton = Interpreter::start(&site).expect("the Triton interpreter starts");
-    println!("triton interpreter: {}", triton.versions.trim());
-    // `KWB_DIFF_DIR`: another folder, for a campaign beside a test run.
-    let dir = std::env::var_os("KWB_DIFF_DIR")
-        .map_or_else(|| support::repo().join("target/tile-diff"), PathBuf::from);
-    let _ = std::fs::remove_dir_all(&dir);
-    Some(Runner {
-        triton,
-        arch: Arch::parse("sm_90").unwrap(),
-        dir,
-    })
+    }
 }
 
 #[test]
 fn kwb_agrees_with_triton_on_random_programs() {
-    let Some(mut runner) = setup() else { return };
+    let Some(site) = site() else { return };
+    // `KWB_DIFF_DIR`: another folder, for a campaign beside a test run.
+    let dir = std::env::var_os("KWB_DIFF_DIR")
+        .map_or_else(|| support::repo().join("target/tile-diff"), PathBuf::from);
+    let _ = std::fs::remove_dir_all(&dir);
+    // `KWB_DIFF_SAVE`: where reduced mismatches are kept (`tests/diff_regressions` to keep them
+    // as regression tests).
+    let save =
+        std::env::var_os("KWB_DIFF_SAVE").map_or_else(|| dir.join("regressions"), PathBuf::from);
     let count = env_u64("KWB_DIFF_PROGRAMS", 500);
     let first = env_u64("KWB_DIFF_SEED", 1);
-    let (mut agree, mut rejected_by_triton, mut rejected_by_kwb) = (0, Vec::new(), Vec::new());
-    let mut mismatches = Vec::new();
-    let mut features: BTreeMap<&'static str, u32> = BTreeMap::new();
-    let mut exact = 0;
-    for seed in first..first + count {
-        let p = tilegen::generate(seed);
-        match runner.run(&p, &format!("seed-{seed}")) {
-            Outcome::Agree => {
-                agree += 1;
-                exact += u32::from(p.exact);
-                for f in &p.features {
-                    *features.entry(f).or_default() += 1;
-                }
-            }
-            Outcome::TritonRejects(e) => rejected_by_triton.push((seed, e)),
-            Outcome::KwbRejects(e) => rejected_by_kwb.push((seed, e)),
-            Outcome::Mismatch(e) => {
-                let (small, why) = runner.reduce(p.clone());
-                let src = tilegen::print(&small, &mut Layout::plain());
-                let file = runner.dir.join(format!("seed-{seed}-reduced/k.py"));
-                mismatches.push(format!(
-                    "seed {seed}: {e}\nreduced ({}): {why}\n{src}",
-                    file.display()
-                ));
-            }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let jobs = env_u64("KWB_DIFF_JOBS", cores as u64) as usize;
+    let make = |t: usize| {
+        let triton = Interpreter::start(&site).expect("the Triton interpreter starts");
+        if t == 0 {
+            println!("triton interpreter: {}", triton.versions.trim());
         }
-    }
-    println!(
-        "tile differential: {count} programs from seed {first}: {agree} agree with Triton ({exact} compared bit for bit), {} rejected by kwb, {} rejected by Triton, {} mismatches",
-        rejected_by_kwb.len(),
-        rejected_by_triton.len(),
-        mismatches.len()
-    );
-    println!("coverage (programs that agree, by feature): {features:?}");
-    for (seed, e) in rejected_by_kwb.iter().take(5) {
-        println!(
-            "kwb rejects seed {seed}: {}",
-            e.lines().take(4).collect::<Vec<_>>().join(" | ")
-        );
-    }
-    for (seed, e) in rejected_by_triton.iter().take(3) {
-        println!("Triton rejects seed {seed}: {e}");
-    }
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
+        Runner {
+            triton,
+            arch: Arch::parse("sm_90").unwrap(),
+            dir: dir.clone(),
+        }
+    };
+    let t = campaign(first, count, jobs, make, &save);
+    print_tally("tile differential", first, count, &t);
+    let found: Vec<String> = t.mismatches.iter().map(|f| f.report()).collect();
+    assert!(found.is_empty(), "{}", found.join("\n\n"));
     // The generator must make programs Triton accepts, and kwb must run most of them.
     assert!(
-        rejected_by_triton.len() as u64 * 20 <= count,
+        t.rejected_by_triton.len() as u64 * 20 <= count,
         "the generator made {} programs Triton rejects",
-        rejected_by_triton.len()
+        t.rejected_by_triton.len()
     );
     assert!(
-        agree * 2 >= count,
-        "only {agree} of {count} programs ran in both"
+        t.agree * 2 >= count,
+        "only {} of {count} programs ran in both",
+        t.agree
     );
 }

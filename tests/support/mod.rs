@@ -6,6 +6,7 @@ pub mod differential;
 pub mod emu_block;
 pub mod layout;
 pub mod rng;
+pub mod tile_campaign;
 pub mod tile_diff;
 pub mod tilegen;
 pub mod tmux;

@@ -90,8 +90,9 @@ impl Runner {
         )
     }
 
-    /// The workspace that runs `p` in kwb: every buffer an output starting from its inputs.
-    pub fn workspace(p: &Program, dir: &Path) -> String {
+    /// The workspace that runs `p` (from `kernel`, a file in `dir`) in kwb: every buffer an
+    /// output starting from its inputs. `dir` may be empty: paths relative to the workspace.
+    pub fn workspace(p: &Program, dir: &Path, kernel: &str) -> String {
         let mut y = format!(
             "name: diff-{}\nsizes:\n  - {{name: s, Z: 1}}\nbuffers:\n",
             p.seed
@@ -130,7 +131,7 @@ impl Runner {
         let _ = write!(
             y,
             "versions:\n  k:\n    file: {}\n    entry: kernel\n    constexprs: {{{}}}\n    num_warps: {}\n    grid: {}\n    args: [{}]\n",
-            dir.join("k.py").display(),
+            dir.join(kernel).display(),
             constexprs.join(", "),
             p.num_warps,
             p.grid,
@@ -165,13 +166,14 @@ impl Runner {
         }
     }
 
-    /// Runs `p` in its own folder `dir/TAG/`.
+    /// Runs `p` in its own folder `dir/TAG/`: Triton runs the plain layout (`k.py`), kwb a
+    /// layout split inside brackets (`k.split.py`), so that code a front end drops from a
+    /// split layout shows as a wrong value; two more layouts must compile to the plain one's IR.
     pub fn run(&mut self, p: &Program, tag: &str) -> Outcome {
         let (dir, src) = self.write(p, tag);
         if let Err(e) = self.triton.run(&self.triton_request(p, &dir)) {
             return Outcome::TritonRejects(e);
         }
-        // Layouts: the same program split and joined differently compiles to the same IR.
         let req = Self::request(p);
         let path = dir.join("k.py");
         let plain = kwb::tile::compile(&path, &src, std::slice::from_ref(&req));
@@ -191,104 +193,119 @@ impl Runner {
                 ));
             }
         }
-        let yaml = Self::workspace(p, &dir);
-        let case = Case {
-            yaml: &yaml,
-            version: "k",
-            size: "s",
-            seed: p.seed,
-            code: |c| CpuCode::Tile(c.tile_kernels.clone()),
-            tolerance: None,
-        };
-        let (job, compiled) = match planned(&dir, self.arch, &case) {
-            Ok(x) => x,
-            Err(e) => return Outcome::KwbRejects(e),
-        };
-        let want: BTreeMap<String, Vec<f64>> = p
-            .args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Buffer { name, .. } => {
-                    let f = dir.join(format!("{name}.triton.npy"));
-                    Some((name.clone(), kwb::run::npy::read_f64(&f).ok()?.1))
-                }
-                _ => None,
-            })
-            .collect();
-        let module = match kwb::emu::Module::parse(&compiled.ptx) {
-            Ok(m) => m,
-            Err(e) => {
-                return Outcome::Mismatch(format!(
-                    "the emulator cannot read kwb's PTX: {:?}",
-                    e.first()
-                ))
-            }
-        };
-        let engines = [
-            (
-                "kwb's interpreter",
-                CpuCode::Tile(compiled.tile_kernels.clone()),
-            ),
-            (
-                "kwb's PTX in the emulator",
-                CpuCode::Ptx(std::sync::Arc::new(module)),
-            ),
-        ];
-        for (engine, code) in engines {
-            let got = match run_outputs(&job, &code, &CpuOptions::default()) {
-                Ok(g) => g,
-                Err(e) => return Outcome::Mismatch(format!("{engine}: {e}")),
-            };
-            let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
-            for (b, g) in outputs.zip(&got) {
-                let Some(w) = want.get(&b.name) else {
-                    return Outcome::Mismatch(format!("Triton wrote no `{}`", b.name));
-                };
-                let exact = p.exact || b.dtype == DType::I32;
-                // An fp32 difference in the last bit can flip a later rounding to fp16 (one fp16 ulp,
-                // about 1e-3): inexact programs get fp16's tolerance throughout.
-                let tol = 2e-3;
-                let bad = w.iter().zip(&g.data).position(|(w, g)| {
-                    let same = (w.is_nan() && g.is_nan()) || w == g;
-                    !same && (exact || (w - g).abs() > tol * (1.0 + w.abs()))
-                });
-                if let Some(i) = bad {
-                    return Outcome::Mismatch(format!(
-                        "`{}`[{i}]: Triton gives {}, {engine} {} ({})",
-                        b.name,
-                        w[i],
-                        g.data[i],
-                        if exact {
-                            "compared bit for bit"
-                        } else {
-                            "compared within tolerance"
-                        }
-                    ));
-                }
-            }
-        }
-        Outcome::Agree
+        let split = tilegen::print(p, &mut Layout::seeded(p.seed * 7 + 3));
+        std::fs::write(dir.join("k.split.py"), split).unwrap();
+        let yaml = Self::workspace(p, &dir, "k.split.py");
+        let want = triton_outputs(p, &dir);
+        check(self.arch, &dir, &yaml, p.seed, p.exact, &want)
+    }
+}
+
+impl super::tile_campaign::Differential for Runner {
+    fn check(&mut self, p: &Program, tag: &str) -> Outcome {
+        self.run(p, tag)
     }
 
-    /// Removes statements from a mismatching program while it still mismatches; the smallest
-    /// one is left in `dir/seed-N-reduced/` with its inputs and Triton's outputs.
-    pub fn reduce(&mut self, mut p: Program) -> (Program, String) {
-        let tag = format!("seed-{}-reduced", p.seed);
-        let mut k = p.body.len();
-        while k > 0 {
-            k -= 1;
-            if let Some(q) = tilegen::without(&p, k) {
-                if matches!(self.run(&q, &tag), Outcome::Mismatch(_)) {
-                    p = q;
-                }
+    fn folder(&self, tag: &str) -> PathBuf {
+        self.dir.join(tag)
+    }
+}
+
+/// Runs the workspace `yaml` (written into `dir`) on both of kwb's CPU engines and holds every
+/// buffer to `want`, Triton's outputs: bit for bit for int32 buffers and, when `exact` (a
+/// program of exact operations only), for all; within 2e-3 (about an fp16 ulp) otherwise.
+pub fn check(
+    arch: Arch,
+    dir: &Path,
+    yaml: &str,
+    seed: u64,
+    exact: bool,
+    want: &BTreeMap<String, Vec<f64>>,
+) -> Outcome {
+    let case = Case {
+        yaml,
+        version: "k",
+        size: "s",
+        seed,
+        code: |c| CpuCode::Tile(c.tile_kernels.clone()),
+        tolerance: None,
+    };
+    let (job, compiled) = match planned(dir, arch, &case) {
+        Ok(x) => x,
+        Err(e) => return Outcome::KwbRejects(e),
+    };
+    let module = match kwb::emu::Module::parse(&compiled.ptx) {
+        Ok(m) => m,
+        Err(e) => {
+            return Outcome::Mismatch(format!(
+                "the emulator cannot read kwb's PTX: {:?}",
+                e.first()
+            ))
+        }
+    };
+    let engines = [
+        (
+            "kwb's interpreter",
+            CpuCode::Tile(compiled.tile_kernels.clone()),
+        ),
+        (
+            "kwb's PTX in the emulator",
+            CpuCode::Ptx(std::sync::Arc::new(module)),
+        ),
+    ];
+    // One thread per engine run: campaigns run many programs side by side.
+    let opts = CpuOptions {
+        threads: 1,
+        ..CpuOptions::default()
+    };
+    for (engine, code) in engines {
+        let got = match run_outputs(&job, &code, &opts) {
+            Ok(g) => g,
+            Err(e) => return Outcome::Mismatch(format!("{engine}: {e}")),
+        };
+        let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
+        for (b, g) in outputs.zip(&got) {
+            let Some(w) = want.get(&b.name) else {
+                return Outcome::Mismatch(format!("Triton wrote no `{}`", b.name));
+            };
+            let exact = exact || b.dtype == DType::I32;
+            // An fp32 difference in the last bit can flip a later rounding to fp16 (one fp16 ulp,
+            // about 1e-3): inexact programs get fp16's tolerance throughout.
+            let tol = 2e-3;
+            let bad = w.iter().zip(&g.data).position(|(w, g)| {
+                let same = (w.is_nan() && g.is_nan()) || w == g;
+                !same && (exact || (w - g).abs() > tol * (1.0 + w.abs()))
+            });
+            if let Some(i) = bad {
+                return Outcome::Mismatch(format!(
+                    "`{}`[{i}]: Triton gives {}, {engine} {} ({})",
+                    b.name,
+                    w[i],
+                    g.data[i],
+                    if exact {
+                        "compared bit for bit"
+                    } else {
+                        "compared within tolerance"
+                    }
+                ));
             }
         }
-        let why = match self.run(&p, &tag) {
-            Outcome::Mismatch(e) => e,
-            other => format!("{other:?}"),
-        };
-        (p, why)
     }
+    Outcome::Agree
+}
+
+/// Triton's outputs of `p`, as its run left them in `dir` (`NAME.triton.npy`).
+pub fn triton_outputs(p: &Program, dir: &Path) -> BTreeMap<String, Vec<f64>> {
+    p.args
+        .iter()
+        .filter_map(|a| match a {
+            Arg::Buffer { name, .. } => {
+                let f = dir.join(format!("{name}.triton.npy"));
+                Some((name.clone(), kwb::run::npy::read_f64(&f).ok()?.1))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A count or seed from the environment, or `default`.
