@@ -115,7 +115,10 @@ pub fn serve(input: impl std::io::Read + Send + 'static, output: Box<dyn Write +
             },
             Request::Run(j) => {
                 job.store(j.id, Ordering::Relaxed);
-                let o = match ensure_open(&mut open, 0) {
+                // On the GPU the supervisor opened (`Request::Device`); GPU 0 if it opened none.
+                // Reopening GPU 0 here ran every job of `--device N` on GPU 0.
+                let ordinal = open.as_ref().map_or(0, |o| o.gpu.ordinal);
+                let o = match ensure_open(&mut open, ordinal) {
                     Ok(o) => o,
                     Err(message) => {
                         let _ = send(
