@@ -14,7 +14,6 @@ use std::process::ExitCode;
     version,
     about = "The kernel workbench: compile, inspect, check and benchmark CUDA kernels side by side"
 )]
-#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -256,10 +255,35 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's own exit code for bad usage is 2, which kwb's table gives to a regression:
+        // bad usage is 4 here, as everywhere; `--help` and `--version` are no error.
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            return ExitCode::from(code as u8);
+        }
+    };
     kwb::compile::provision::set_offline(cli.offline);
     let command = match (cli.command, cli.workspace) {
-        (Some(c), _) => c,
+        (Some(_), Some(stray)) => {
+            let msg = format!(
+                "unexpected argument `{}` before the subcommand; a workspace goes after it \
+                 (`kwb watch W.yaml`), or alone (`kwb W.yaml` watches it)",
+                stray.display()
+            );
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let _ = cmd
+                .error(clap::error::ErrorKind::ArgumentConflict, msg)
+                .print();
+            return ExitCode::from(exit::USAGE as u8);
+        }
+        (Some(c), None) => c,
         (None, Some(workspace)) => Command::Watch(WatchArgs {
             workspace,
             arch: None,
@@ -609,7 +633,7 @@ fn run_watch(a: WatchArgs) -> i32 {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("{e}");
-            exit::USAGE
+            e.exit_code()
         }
     }
 }
