@@ -86,6 +86,17 @@ fn entry_not_in_file() {
 }
 
 #[test]
+fn zero_size() {
+    check("zero_size");
+    // And on the command line, before anything is compiled or run: a usage error.
+    let ws = fixtures().join("zero_size.yaml").display().to_string();
+    let (code, _, err) = kwb(&["batch", "--cpu", &ws]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("zero_size.yaml:3:"), "{err}");
+    assert!(err.contains("size `empty`: `N` is 0"), "{err}");
+}
+
+#[test]
 fn compile_error() {
     check("compile_error");
 }

@@ -187,6 +187,7 @@ impl Validator<'_> {
             let mut vars = Vec::new();
             let mut name = None;
             let mut emulate = false;
+            let mut zeros = Vec::new();
             for (k, lit) in map {
                 if k == "name" {
                     name = Some(lit.0.clone());
@@ -217,7 +218,11 @@ impl Validator<'_> {
                     continue;
                 };
                 match formula.eval_int(&super::SizeEnv::vars(&[])) {
-                    Ok(n) if n >= 0 => vars.push((k.clone(), n)),
+                    Ok(0) => {
+                        zeros.push(f);
+                        vars.push((k.clone(), 0));
+                    }
+                    Ok(n) if n > 0 => vars.push((k.clone(), n)),
                     Ok(n) => {
                         self.err::<()>(&f, format!("a size must not be negative, got {n}"));
                     }
@@ -253,6 +258,17 @@ impl Validator<'_> {
                     .collect::<Vec<_>>()
                     .join(",")
             });
+            // A dimension of 0 would launch nothing and check nothing; said at the variable,
+            // with the size's name, once the name is known.
+            for f in zeros {
+                let var = &f[field.len() + 1..];
+                self.err::<()>(
+                    &f,
+                    format!(
+                        "size `{name}`: `{var}` is 0; every dimension of a size must be at least 1"
+                    ),
+                );
+            }
             if out.iter().any(|s| s.name == name) {
                 self.err::<()>(&field, format!("duplicate size `{name}`"));
             }
