@@ -250,3 +250,31 @@ fn resident_ctas(func: sys::CUfunction, threads: i32, shared: u32) -> Result<u32
     };
     Ok((per_sm.max(1) as u32).saturating_mul(sms.max(1) as u32))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tensor_map_spec_whose_lengths_disagree_is_refused_before_the_driver() {
+        let spec = |dims: Vec<u64>, strides: Vec<u64>, box_dims: Vec<u32>| TensorMapSpec {
+            buffer: "a".into(),
+            elem_bytes: 2,
+            dims,
+            strides,
+            box_dims,
+            swizzle: 0,
+        };
+        let invalid = sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE;
+        // Each would have the driver read past a vector (no GPU is needed to refuse them).
+        for bad in [
+            spec(vec![64, 64], vec![], vec![16, 16]),
+            spec(vec![64, 64], vec![128], vec![16]),
+            spec(vec![], vec![], vec![]),
+            spec(vec![2; 6], vec![4; 5], vec![1; 6]),
+        ] {
+            let e = encode_tensor_map(&bad, 0).expect_err("refused");
+            assert_eq!(e.0, invalid, "{bad:?}");
+        }
+    }
+}
