@@ -318,6 +318,13 @@ fn load_any(path: &Path) -> Result<Workspace, workspace::WorkspaceError> {
     }
 }
 
+/// Diagnostics on stderr, each with its source line and a caret where it has them.
+fn eprint_with_snippets<'a>(diags: impl Iterator<Item = &'a kwb::diag::Diagnostic>) {
+    for d in diags {
+        eprintln!("{}", kwb::diag::with_snippet(d));
+    }
+}
+
 /// An optional `--arch sm_XX`; a bad one is reported and is a usage error.
 fn arch_flag(flag: Option<&str>) -> Result<Option<Arch>, i32> {
     flag.map(Arch::parse).transpose().map_err(|e| {
@@ -484,6 +491,12 @@ fn run_inspect(args: InspectArgs) -> i32 {
             }
         },
     }
+    // The report holds the diagnostics; stderr repeats the errors, so they reach the log
+    // when stdout is JSON or goes elsewhere.
+    eprint_with_snippets(compiled.iter().flat_map(|c| c.errors()));
+    for w in compiled.iter().filter_map(inspect::no_kernels) {
+        eprintln!("{w}");
+    }
     if compiled.iter().all(|c| c.ok) {
         exit::OK
     } else {
@@ -577,6 +590,9 @@ fn run_batch(a: BatchArgs) -> i32 {
             return exit::USAGE;
         }
     };
+    // The report says each failed version's first error; stderr gets them all, with their
+    // source lines, where a CI log shows them even when the report goes to a file.
+    eprint_with_snippets(outcome.compile_diagnostics.iter());
     let regressions = match &baseline {
         Some(b) => {
             for w in report::baseline::incompatibilities(&outcome.report, b) {

@@ -140,6 +140,7 @@ pub fn run_cpu(
     Ok(BatchOutcome {
         report: new_report(ws, None, Mode::Cold, results, Some(Backend::Emulator)),
         compile_errors,
+        compile_diagnostics: super::compile_diagnostics(&compiled, &config_failures),
     })
 }
 
