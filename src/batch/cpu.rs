@@ -57,6 +57,8 @@ pub fn run_cpu(
     arch: Option<Arch>,
 ) -> Result<BatchOutcome, BatchError> {
     let arch = cpu_arch(ws, arch);
+    // A `KWB_CPU_MEMORY` that says no number of bytes is bad usage, said once, up front.
+    crate::run::cpu::memory::host_limit().map_err(BatchError::Usage)?;
     let cache = if opts.cache {
         Cache::default_location()
     } else {
@@ -151,9 +153,13 @@ pub(crate) fn fill(r: &mut RunResult, outcome: CpuOutcome) {
         findings,
         notes,
         error,
+        skipped,
         ..
     } = outcome;
-    if let Some(e) = error {
+    if let Some(why) = skipped {
+        r.status = Status::Skipped;
+        r.message = Some(why);
+    } else if let Some(e) = error {
         r.status = Status::Error;
         r.message = Some(e);
     } else if let Some(f) = findings.first() {
