@@ -21,9 +21,12 @@ struct Ready {
     ptrs: Box<[*mut c_void]>,
 }
 
-pub struct Loaded {
+/// A loaded program, borrowing the buffers its launches point at (`'buf`), so none of them
+/// can be freed while a launch of it may still run.
+pub struct Loaded<'buf> {
     _module: Module,
     launches: Vec<Ready>,
+    _buffers: std::marker::PhantomData<&'buf DevBuf>,
 }
 
 /// Why a program could not be prepared (all recoverable: the context is fine).
@@ -39,12 +42,12 @@ pub enum PrepareError {
     },
 }
 
-impl Loaded {
+impl<'buf> Loaded<'buf> {
     /// Loads `program`, binding buffer arguments to `buffers` by name.
     pub fn prepare(
         program: &Program,
-        buffers: &HashMap<String, &DevBuf>,
-    ) -> Result<Loaded, PrepareError> {
+        buffers: &HashMap<String, &'buf DevBuf>,
+    ) -> Result<Loaded<'buf>, PrepareError> {
         let module = Module::load(&program.cubin.0)
             .map_err(|e| PrepareError::Load(super::device::error_name(&e)))?;
         let mut launches = Vec::new();
@@ -142,6 +145,7 @@ impl Loaded {
         Ok(Loaded {
             _module: module,
             launches,
+            _buffers: std::marker::PhantomData,
         })
     }
 
@@ -163,9 +167,10 @@ impl Loaded {
             // pointer per kernel parameter (the plan checked the arguments against the
             // kernel's PTX signature, and the worker runs the plan it is sent), each at an
             // 8-byte slot or a 128-byte tensor map boxed in `l`. The buffers the arguments
-            // name are device addresses: their owner (the caller) declares them before the
-            // program, so they are freed after it, and a stray access is a device fault the
-            // driver reports, not a host memory access.
+            // name are device addresses of `DevBuf`s that `self` borrows for `'buf`, so none is
+            // freed while it lives (and freeing one after waits for the launch: cuMemFree is
+            // synchronous); a stray access is a device fault the driver reports, not a host
+            // memory access.
             unsafe {
                 result::launch_kernel(
                     l.func,
