@@ -14,7 +14,6 @@ use std::process::ExitCode;
     version,
     about = "The kernel workbench: compile, inspect, check and benchmark CUDA kernels side by side"
 )]
-#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -256,10 +255,35 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's own exit code for bad usage is 2, which kwb's table gives to a regression:
+        // bad usage is 4 here, as everywhere; `--help` and `--version` are no error.
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            return ExitCode::from(code as u8);
+        }
+    };
     kwb::compile::provision::set_offline(cli.offline);
     let command = match (cli.command, cli.workspace) {
-        (Some(c), _) => c,
+        (Some(_), Some(stray)) => {
+            let msg = format!(
+                "unexpected argument `{}` before the subcommand; a workspace goes after it \
+                 (`kwb watch W.yaml`), or alone (`kwb W.yaml` watches it)",
+                stray.display()
+            );
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let _ = cmd
+                .error(clap::error::ErrorKind::ArgumentConflict, msg)
+                .print();
+            return ExitCode::from(exit::USAGE as u8);
+        }
+        (Some(c), None) => c,
         (None, Some(workspace)) => Command::Watch(WatchArgs {
             workspace,
             arch: None,
@@ -291,6 +315,13 @@ fn load_any(path: &Path) -> Result<Workspace, workspace::WorkspaceError> {
         Workspace::for_kernel_file(path)
     } else {
         workspace::load(path)
+    }
+}
+
+/// Diagnostics on stderr, each with its source line and a caret where it has them.
+fn eprint_with_snippets<'a>(diags: impl Iterator<Item = &'a kwb::diag::Diagnostic>) {
+    for d in diags {
+        eprintln!("{}", kwb::diag::with_snippet(d));
     }
 }
 
@@ -460,6 +491,12 @@ fn run_inspect(args: InspectArgs) -> i32 {
             }
         },
     }
+    // The report holds the diagnostics; stderr repeats the errors, so they reach the log
+    // when stdout is JSON or goes elsewhere.
+    eprint_with_snippets(compiled.iter().flat_map(|c| c.errors()));
+    for w in compiled.iter().filter_map(inspect::no_kernels) {
+        eprintln!("{w}");
+    }
     if compiled.iter().all(|c| c.ok) {
         exit::OK
     } else {
@@ -553,6 +590,9 @@ fn run_batch(a: BatchArgs) -> i32 {
             return exit::USAGE;
         }
     };
+    // The report says each failed version's first error; stderr gets them all, with their
+    // source lines, where a CI log shows them even when the report goes to a file.
+    eprint_with_snippets(outcome.compile_diagnostics.iter());
     let regressions = match &baseline {
         Some(b) => {
             for w in report::baseline::incompatibilities(&outcome.report, b) {
@@ -609,7 +649,7 @@ fn run_watch(a: WatchArgs) -> i32 {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("{e}");
-            exit::USAGE
+            e.exit_code()
         }
     }
 }

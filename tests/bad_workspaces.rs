@@ -86,6 +86,45 @@ fn entry_not_in_file() {
 }
 
 #[test]
+fn zero_size() {
+    check("zero_size");
+    // And on the command line, before anything is compiled or run: a usage error.
+    let ws = fixtures().join("zero_size.yaml").display().to_string();
+    let (code, _, err) = kwb(&["batch", "--cpu", &ws]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains("zero_size.yaml:3:"), "{err}");
+    assert!(err.contains("size `empty`: `N` is 0"), "{err}");
+}
+
+/// A symbolic-link loop cannot be committed as a fixture (it trips tools that walk the tree),
+/// so this one is made in a temporary folder: a workspace whose kernel file is a link loop.
+#[test]
+fn kernel_file_is_a_symlink_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::os::unix::fs::symlink("b.cu", p("a.cu")).unwrap();
+    std::os::unix::fs::symlink("a.cu", p("b.cu")).unwrap();
+    let yaml = std::fs::read_to_string(fixtures().join("zero_size.yaml")).unwrap();
+    let yaml = yaml
+        .replace("../../../kernels/elementwise-add/v1_f32.cu", "a.cu")
+        .replace("  - {name: empty, N: 0}\n  - {N: 4 - 4}\n", "");
+    std::fs::write(p("ws.yaml"), yaml).unwrap();
+    let loop_msg = "is a symbolic link loop";
+    let e = kwb::workspace::load(&p("ws.yaml")).expect_err("a link loop");
+    let text = render_all(&e.diagnostics);
+    assert!(
+        text.contains("error: versions.v1.file: kernel file "),
+        "{text}"
+    );
+    assert!(text.contains(loop_msg), "{text}");
+    assert!(!text.contains("not found"), "{text}");
+    // The bare file, on the command line: the same words, and a usage error.
+    let (code, _, err) = kwb(&["inspect", &p("a.cu").display().to_string()]);
+    assert_eq!(code, kwb::exit::USAGE, "{err}");
+    assert!(err.contains(loop_msg), "{err}");
+}
+
+#[test]
 fn compile_error() {
     check("compile_error");
 }

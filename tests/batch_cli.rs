@@ -1,5 +1,6 @@
 //! `kwb batch` on the command line without a GPU: usage errors and the no-GPU path map to their
-//! documented exit codes with messages that say what to do.
+//! documented exit codes with messages that say what to do; compile errors reach stderr from
+//! `batch` and `inspect`, and `inspect` of a file without kernels says so.
 
 mod support;
 
@@ -195,4 +196,31 @@ fn rows_of_a_multiple_of_8_fp16_elements_move_in_16_byte_copies() {
         odd.contains("kwb_ld16s(") && odd.contains("kwb_cp16("),
         "{odd}"
     );
+}
+
+#[test]
+fn compile_errors_reach_stderr_from_batch_and_inspect() {
+    let ws = "tests/fixtures/workspaces/compile_error.yaml";
+    let error = "broken_syntax.cu:7:37: error: identifier \"undeclared_thing\" is undefined";
+    // batch: the report (stdout) has the first error; stderr has it with its source line.
+    let (code, out, err) = kwb(&["batch", "--cpu", ws]);
+    assert_eq!(code, kwb::exit::COMPILE_ERROR, "{out}{err}");
+    assert!(err.contains(error), "{err}");
+    assert!(err.contains("7 |     if (i < n)"), "{err}");
+    // inspect with JSON on stdout: stdout stays JSON, the error is on stderr too.
+    let (code, out, err) = kwb(&["inspect", "--format", "json", ws]);
+    assert_eq!(code, kwb::exit::COMPILE_ERROR, "{out}{err}");
+    assert!(err.contains(error), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("stdout is JSON");
+    assert_eq!(json["versions"][0]["ok"], false, "{out}");
+}
+
+#[test]
+fn inspect_of_a_file_without_kernels_says_so() {
+    let (code, out, err) = kwb(&["inspect", "tests/fixtures/workspaces/no_kernels.cu"]);
+    assert_eq!(code, kwb::exit::OK, "{out}{err}");
+    assert!(out.contains("[ok, no kernels, "), "{out}");
+    let warning = "no_kernels.cu: warning: the file defines no kernel (no `__global__` function)";
+    assert!(out.contains(warning), "{out}");
+    assert!(err.contains(warning), "{err}");
 }

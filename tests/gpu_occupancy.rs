@@ -1,6 +1,7 @@
 //! On a GPU machine: kwb's resource readings and occupancy calculator against the driver's own
 //! `cuFuncGetAttribute` and `cuOccupancyMaxActiveBlocksPerMultiprocessor`, for every shipped
-//! kernel across block sizes and dynamic shared memory. Skips, saying why, without a GPU.
+//! kernel across block sizes and dynamic shared memory. Ignored without `--include-ignored`
+//! (it needs a GPU).
 
 mod support;
 
@@ -10,6 +11,7 @@ use kwb::run::gpu::{driver_occupancy, gpu_or_skip, kernel_attrs};
 use kwb::workspace::Workspace;
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn occupancy_and_resources_agree_with_the_driver() {
     let Some(gpu) = gpu_or_skip("occupancy_and_resources_agree_with_the_driver") else {
         return;

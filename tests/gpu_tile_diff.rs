@@ -4,7 +4,8 @@
 //!
 //! How: the interpreter's outputs for a seeded job are written as `.npy` files and become the
 //! reference of a `kwb batch` GPU run with the same seed, so the GPU's output is checked
-//! against the interpreter's with kwb's own allclose. Skips, saying why, without a GPU.
+//! against the interpreter's with kwb's own allclose. The two GPU tests are ignored without
+//! `--include-ignored`; the others run anywhere.
 
 mod support;
 
@@ -39,6 +40,7 @@ fn differ(
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
     let Some(gpu) =
         kwb::run::gpu::gpu_or_skip("interpreter_and_gpu_agree_on_every_shipped_tile_kernel")
@@ -163,6 +165,7 @@ fn random_case(rng: &mut Rng, i: u64, dir: &Path) -> (String, String, u64) {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn interpreter_and_gpu_agree_on_random_tile_programs() {
     let Some(gpu) = kwb::run::gpu::gpu_or_skip("interpreter_and_gpu_agree_on_random_tile_programs")
     else {

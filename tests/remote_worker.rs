@@ -2,8 +2,9 @@
 //! protocol. Without a GPU, the worker is tests/fixtures/remote/fake_worker.py (a made-up
 //! device; a crash, a hang and a dropped connection made real by a process that dies, goes
 //! silent, or exits as ssh does), or the real `kwb worker` pretending to be another version.
-//! With a GPU, the real `kwb worker` behind `sh -c` runs a workspace end to end; and where
-//! `ssh` to 127.0.0.1 works without a password, `--remote 127.0.0.1` does the same.
+//! With a GPU (an ignored test: run it with `--include-ignored`), the real `kwb worker` behind
+//! `sh -c` runs a workspace end to end; and where `ssh` to 127.0.0.1 works without a password,
+//! `--remote 127.0.0.1` does the same.
 
 mod support;
 
@@ -222,6 +223,7 @@ fn a_version_mismatch_over_real_ssh_is_refused() {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn gpu_a_workspace_runs_through_a_worker_command_and_over_ssh() {
     if kwb::run::gpu::gpu_or_skip("gpu_a_workspace_runs_through_a_worker_command_and_over_ssh")
         .is_none()

@@ -57,6 +57,8 @@ pub fn run_cpu(
     arch: Option<Arch>,
 ) -> Result<BatchOutcome, BatchError> {
     let arch = cpu_arch(ws, arch);
+    // A `KWB_CPU_MEMORY` that says no number of bytes is bad usage, said once, up front.
+    crate::run::cpu::memory::host_limit().map_err(BatchError::Usage)?;
     let cache = if opts.cache {
         Cache::default_location()
     } else {
@@ -140,6 +142,7 @@ pub fn run_cpu(
     Ok(BatchOutcome {
         report: new_report(ws, None, Mode::Cold, results, Some(Backend::Emulator)),
         compile_errors,
+        compile_diagnostics: super::compile_diagnostics(&compiled, &config_failures),
     })
 }
 
@@ -150,9 +153,13 @@ pub(crate) fn fill(r: &mut RunResult, outcome: CpuOutcome) {
         findings,
         notes,
         error,
+        skipped,
         ..
     } = outcome;
-    if let Some(e) = error {
+    if let Some(why) = skipped {
+        r.status = Status::Skipped;
+        r.message = Some(why);
+    } else if let Some(e) = error {
         r.status = Status::Error;
         r.message = Some(e);
     } else if let Some(f) = findings.first() {

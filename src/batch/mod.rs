@@ -51,6 +51,29 @@ pub enum BatchError {
 pub struct BatchOutcome {
     pub report: BatchReport,
     pub compile_errors: bool,
+    /// The errors of every version that does not compile, for stderr (the report carries
+    /// only each one's first).
+    pub compile_diagnostics: Vec<crate::diag::Diagnostic>,
+}
+
+/// The errors of the versions that do not compile, each once; a sweep configuration that
+/// does not compile is skipped, not an error (`config_failures`).
+pub(crate) fn compile_diagnostics(
+    compiled: &[CompiledVersion],
+    config_failures: &[bool],
+) -> Vec<crate::diag::Diagnostic> {
+    let mut out: Vec<crate::diag::Diagnostic> = Vec::new();
+    for (c, skip) in compiled.iter().zip(config_failures) {
+        if c.ok || *skip {
+            continue;
+        }
+        for d in c.errors() {
+            if !out.contains(d) {
+                out.push(d.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Keeps only the sizes and versions asked for, or says which names do not exist.
@@ -185,6 +208,7 @@ pub fn run(
             None,
         ),
         compile_errors,
+        compile_diagnostics: compile_diagnostics(&compiled, &config_failures),
     })
 }
 
@@ -420,6 +444,7 @@ mod tests {
                     .collect(),
             },
             compile_errors,
+            compile_diagnostics: Vec::new(),
         }
     }
 

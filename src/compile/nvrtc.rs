@@ -94,10 +94,12 @@ fn load(paths: CudaPaths) -> Result<Nvrtc, NvrtcError> {
         .result()
         .map_err(|e| call_err("nvrtcVersion", e))?;
     let mut n: c_int = 0;
+    // SAFETY: an out-parameter.
     unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
         .result()
         .map_err(|e| call_err("nvrtcGetNumSupportedArchs", e))?;
     let mut archs = vec![0 as c_int; n.max(0) as usize];
+    // SAFETY: `archs` has room for the `n` entries NVRTC just said it writes.
     unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
         .result()
         .map_err(|e| call_err("nvrtcGetSupportedArchs", e))?;
@@ -182,7 +184,9 @@ impl Nvrtc {
         let ptrs: Vec<*const c_char> = c_opts.iter().map(|c| c.as_ptr()).collect();
         // SAFETY: prog is live until destroy below; option pointers outlive the call.
         let status = unsafe { sys::nvrtcCompileProgram(prog, ptrs.len() as c_int, ptrs.as_ptr()) };
+        // SAFETY: `prog` is live (destroyed just below) and nvrtcCompileProgram has returned.
         let out = unsafe { collect(prog, status == sys::nvrtcResult::NVRTC_SUCCESS) };
+        // SAFETY: `prog` was created above, is destroyed once, here, and not used after.
         unsafe {
             let _ = result::destroy_program(prog);
         }

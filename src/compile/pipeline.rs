@@ -88,6 +88,20 @@ impl CompiledVersion {
             .map_or(&[], |(_, m)| m.as_slice())
     }
 
+    /// The errors of this compile and of its failed specialisations, each once: what a
+    /// command line repeats on stderr for a version that does not compile.
+    pub fn errors(&self) -> Vec<&Diagnostic> {
+        let mut out: Vec<&Diagnostic> = Vec::new();
+        for c in std::iter::once(self).chain(&self.variants) {
+            for d in c.diagnostics.iter().filter(|d| d.is_error()) {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+        out
+    }
+
     /// The compile that serves problem size `size`.
     pub fn for_size(&self, size: &str) -> &CompiledVersion {
         if self.sizes.is_empty() || self.sizes.iter().any(|s| s == size) {

@@ -123,6 +123,8 @@ pub fn report(
                     })
                 })
                 .collect();
+            let mut diagnostics = c.diagnostics.clone();
+            diagnostics.extend(no_kernels(c));
             VersionReport {
                 name: c.version.clone(),
                 file: c.file.display().to_string(),
@@ -130,7 +132,7 @@ pub fn report(
                 cached: c.cached,
                 compile_ms: c.millis,
                 options: c.options.clone(),
-                diagnostics: c.diagnostics.clone(),
+                diagnostics,
                 kernels,
                 ptx: with_ptx.then(|| c.ptx.to_string()),
                 cuda: std::iter::once(c)
@@ -154,6 +156,21 @@ pub fn report(
         nvrtc_version: format!("{}.{}", nvrtc.0, nvrtc.1),
         versions,
     }
+}
+
+/// For a file that compiles but defines no kernel (in any specialisation), the warning that
+/// says so: there is nothing to inspect, which the report says rather than a bare "ok".
+pub fn no_kernels(c: &CompiledVersion) -> Option<Diagnostic> {
+    let parts = std::iter::once(c).chain(&c.variants);
+    if !c.ok || parts.clone().any(|p| !p.kernels.is_empty()) {
+        return None;
+    }
+    let what = match c.file.extension().and_then(|e| e.to_str()) {
+        Some("cu" | "cuh") => "no kernel (no `__global__` function)",
+        _ => "no kernel",
+    };
+    let message = format!("the file defines {what}; there is nothing to inspect");
+    Some(Diagnostic::warning(message).in_file(&c.file))
 }
 
 fn usage(k: &KernelResources, block: u64, dynamic: u64) -> KernelUsage {

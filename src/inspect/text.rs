@@ -13,7 +13,11 @@ pub fn render(r: &InspectReport) -> String {
         r.workspace, r.arch, r.nvrtc_version
     );
     for v in &r.versions {
-        let status = if v.ok { "ok" } else { "FAILED" };
+        let status = match (v.ok, v.kernels.is_empty()) {
+            (true, false) => "ok",
+            (true, true) => "ok, no kernels",
+            (false, _) => "FAILED",
+        };
         let how = if v.cached { "cached" } else { "compiled" };
         let _ = writeln!(
             s,

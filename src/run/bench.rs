@@ -94,7 +94,7 @@ impl KernelClock {
 /// caller can tell the supervisor it is alive; when it returns false (the job was cancelled)
 /// the benchmark stops and returns `None`.
 pub fn benchmark(
-    program: &mut Loaded,
+    program: &mut Loaded<'_>,
     s: &Stream,
     flush: &super::flush::L2Flush,
     spec: &BenchSpec,

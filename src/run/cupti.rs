@@ -94,8 +94,9 @@ fn load() -> Result<Cupti, String> {
     // SAFETY: NVIDIA's own library; its initialisers are trusted (as for NVRTC).
     let lib = unsafe { libloading::Library::new(&path) }
         .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
-    // SAFETY: each symbol is declared with its C signature from cupti_activity.h.
     let sym = |name: &str| -> Result<*const (), String> {
+        // SAFETY: the symbol is only read as an untyped address here; it gets its C type from
+        // cupti_activity.h (and is called) below.
         unsafe { lib.get::<*const ()>(name.as_bytes()) }
             .map(|s| *s)
             .map_err(|e| format!("{} lacks {name}: {e}", path.display()))
@@ -120,14 +121,20 @@ fn load() -> Result<Cupti, String> {
             _lib: lib,
         }
     };
-    // SAFETY: as above.
+    // SAFETY: `register` is cuptiActivityRegisterCallbacks, whose C signature RegisterFn
+    // spells out; it is called below while `cupti` holds the library loaded.
     let register = unsafe { std::mem::transmute::<*const (), RegisterFn>(register) };
+    // SAFETY: `next` is cuptiActivityGetNextRecord, whose C signature NextRecordFn spells out;
+    // it is kept (in NEXT_RECORD) only once `cupti`, and with it the library, is kept for the
+    // process.
     let next = unsafe { std::mem::transmute::<*const (), NextRecordFn>(next) };
-    let _ = NEXT_RECORD.set(next);
     // SAFETY: both callbacks match CUPTI's buffer-callback signatures and never unwind.
     check("cuptiActivityRegisterCallbacks", unsafe {
         register(Some(buffer_requested), Some(buffer_completed))
     })?;
+    // Only now, when `cupti` (and with it the library) is about to be kept for the process:
+    // a failed load drops the library, and `next` must not outlive it.
+    let _ = NEXT_RECORD.set(next);
     Ok(cupti)
 }
 
@@ -151,6 +158,7 @@ impl Cupti {
             (self.flush_all)(FLUSH_FORCED)
         })?;
         drain();
+        // SAFETY: a plain call with an activity kind.
         check("cuptiActivityEnable", unsafe { (self.enable)(self.kind) })?;
         Ok(Trace { api: self })
     }
@@ -234,10 +242,15 @@ unsafe extern "C" fn buffer_completed(
         // non-zero code at the end. Each record starts with its kind (a u32); kernel records
         // share the prefix of CUpti_ActivityKernel10 up to the correlation id.
         while unsafe { next(buffer, valid, &mut record) } == 0 && !record.is_null() {
+            // SAFETY: CUPTI returned `record` inside the buffer's valid bytes, and every record
+            // starts with its kind, a u32.
             let kind = unsafe { record.read_unaligned() };
             if kind == KIND_KERNEL || kind == KIND_CONCURRENT_KERNEL {
                 let base = record as *const u8;
                 let field = |offset: usize| base.wrapping_add(offset);
+                // SAFETY: a record of either kernel kind is a CUpti_ActivityKernel of some
+                // version (4 to 13), every one of which holds these fields at KernelLayout's
+                // offsets (a test below pins them) within the record CUPTI handed back.
                 found.push(unsafe {
                     KernelRecord {
                         correlation: (field(offset_of!(KernelLayout, correlationId)) as *const u32)
@@ -288,10 +301,13 @@ mod tests {
     #[test]
     fn buffers_round_trip_and_a_buffer_without_records_adds_none() {
         let (mut buf, mut size, mut max) = (std::ptr::null_mut(), 0usize, 7usize);
+        // SAFETY: three valid out-parameters, as CUPTI would pass.
         unsafe { buffer_requested(&mut buf, &mut size, &mut max) };
         assert!(!buf.is_null());
         assert_eq!((size, max), (BUFFER_BYTES, 0));
         // With no CUPTI loaded there is no record walker: the buffer is only freed.
+        // SAFETY: `buf` came from `buffer_requested` and is handed back once, with no valid
+        // bytes; where another test loaded CUPTI, its record walker finds no record in them.
         unsafe { buffer_completed(std::ptr::null_mut(), 0, buf, size, 0) };
     }
 

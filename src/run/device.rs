@@ -46,6 +46,7 @@ pub struct DevBuf {
 impl DevBuf {
     pub fn alloc(bytes: usize) -> Result<DevBuf, CuError> {
         // A zero-byte buffer still gets a distinct, valid pointer.
+        // SAFETY: cuMemAlloc with a non-zero size; the memory is freed once, by `Drop`.
         let ptr = unsafe { result::malloc_sync(bytes.max(1)) }?;
         Ok(DevBuf {
             ptr,
@@ -59,6 +60,7 @@ impl DevBuf {
     /// with the canary. The data stays 256-byte aligned.
     pub fn alloc_guarded(bytes: usize, guard: usize) -> Result<DevBuf, CuError> {
         let layout = GuardLayout::new(bytes, guard);
+        // SAFETY: cuMemAlloc with a non-zero size; the memory is freed once, by `Drop`.
         let base = unsafe { result::malloc_sync(layout.total().max(1)) }?;
         let buf = DevBuf {
             ptr: base + layout.data_offset() as u64,
@@ -71,6 +73,8 @@ impl DevBuf {
             (layout.after_offset(), layout.after_pattern()),
         ] {
             if !canary.is_empty() {
+                // SAFETY: each red zone lies inside the allocation: [0, data_offset) and
+                // [after_offset, after_offset + after_len), whose end is `layout.total()`.
                 unsafe { result::memcpy_htod_sync(buf.base + at as u64, &canary) }?;
             }
         }
@@ -90,6 +94,8 @@ impl DevBuf {
         let read = |at: usize, len: usize| {
             let mut out = vec![0u8; len];
             if len > 0 {
+                // SAFETY: `out` holds `len` bytes, and [at, at + len) is one of the red zones,
+                // inside the allocation of `layout.total()` bytes.
                 unsafe { result::memcpy_dtoh_sync(&mut out, self.base + at as u64) }?;
             }
             Ok(out)
@@ -105,11 +111,14 @@ impl DevBuf {
             data.len() <= self.bytes.max(1),
             "upload larger than the buffer"
         );
+        // SAFETY: `data.len()` fits the allocation at `self.ptr` (asserted just above; an empty
+        // buffer's allocation still has one byte).
         unsafe { result::memcpy_htod_sync(self.ptr, data) }
     }
 
     pub fn download(&self) -> Result<Vec<u8>, CuError> {
         let mut out = vec![0u8; self.bytes];
+        // SAFETY: `out` and the buffer at `self.ptr` both hold `self.bytes` bytes.
         unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) }?;
         Ok(out)
     }
@@ -117,6 +126,8 @@ impl DevBuf {
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
+        // SAFETY: `base` came from cuMemAlloc and is freed only here, once. cuMemFree waits
+        // for work still using it (the driver documents it as synchronous in this use).
         unsafe {
             let _ = result::free_sync(self.base);
         }
@@ -132,22 +143,29 @@ impl Stream {
     }
 
     pub fn sync(&self) -> Result<(), CuError> {
+        // SAFETY: `self.0` is a live stream, created in `new` and destroyed only on drop.
         unsafe { result::stream::synchronize(self.0) }
     }
 
     /// Fills `buf` with `value` asynchronously: used to evict L2 between samples.
     pub fn memset(&self, buf: &DevBuf, value: u8) -> Result<(), CuError> {
+        // SAFETY: `buf.bytes` bytes at `buf.ptr` are `buf`'s own; freeing `buf` later waits
+        // for this fill (cuMemFree is synchronous), and the stream is live.
         unsafe { result::memset_d8_async(buf.ptr, value, buf.bytes, self.0) }
     }
 
     /// Device-to-device copy, asynchronously.
     pub fn copy(&self, dst: &DevBuf, src: &DevBuf, bytes: usize) -> Result<(), CuError> {
+        // SAFETY: device-side only: a `bytes` past either buffer's end is an error the driver
+        // reports (or a fault on the device), never a host memory access; both buffers outlive
+        // the copy (cuMemFree is synchronous) and the stream is live.
         unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, self.0) }
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        // SAFETY: the stream was created in `new` and is destroyed only here, once.
         unsafe {
             let _ = result::stream::destroy(self.0);
         }
@@ -163,11 +181,13 @@ impl Event {
     }
 
     pub fn record(&self, s: &Stream) -> Result<(), CuError> {
+        // SAFETY: the event and the stream are live (each destroyed only on its drop).
         unsafe { result::event::record(self.0, s.0) }
     }
 
     /// Milliseconds from `self` to `end`, waiting for `end` first.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f64, CuError> {
+        // SAFETY: both events are live (each destroyed only on its drop).
         unsafe {
             result::event::synchronize(end.0)?;
             result::event::elapsed(self.0, end.0).map(f64::from)
@@ -177,6 +197,7 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
+        // SAFETY: the event was created in `new` and is destroyed only here, once.
         unsafe {
             let _ = result::event::destroy(self.0);
         }
@@ -199,6 +220,8 @@ impl Module {
                 u64::from_le_bytes(b)
             })
             .collect();
+        // SAFETY: `image` is a live, 8-byte aligned copy of the CUBIN for the whole call; the
+        // driver checks the ELF image it reads and returns an error for a bad one.
         let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }?;
         Ok(Module { module })
     }
@@ -206,12 +229,14 @@ impl Module {
     pub fn function(&self, name: &str) -> Result<sys::CUfunction, CuError> {
         let c = CString::new(name)
             .map_err(|_| CuError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE))?;
+        // SAFETY: the module is live (unloaded only on drop) and `c` is a NUL-terminated name.
         unsafe { result::module::get_function(self.module, c) }
     }
 }
 
 impl Drop for Module {
     fn drop(&mut self) {
+        // SAFETY: the module was loaded in `load` and is unloaded only here, once.
         unsafe {
             let _ = result::module::unload(self.module);
         }
@@ -230,6 +255,7 @@ impl Graph {
         s: &Stream,
         body: impl FnOnce() -> Result<(), CuError>,
     ) -> Result<Graph, CuError> {
+        // SAFETY: the stream is live; capture is thread-local, and ended below on every path.
         unsafe {
             result::stream::begin_capture(
                 s.0,
@@ -237,12 +263,16 @@ impl Graph {
             )?;
         }
         let enqueued = body();
+        // SAFETY: ends the capture begun above on the same live stream.
         let graph = unsafe { result::stream::end_capture(s.0) }?;
         enqueued?;
+        // SAFETY: `graph` is the graph the capture just produced.
         let exec = unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) };
         match exec {
             Ok(exec) => Ok(Graph { graph, exec }),
             Err(e) => {
+                // SAFETY: the graph failed to instantiate, is owned by nothing else, and is
+                // destroyed once, here.
                 unsafe {
                     let _ = result::graph::destroy(graph);
                 }
@@ -252,12 +282,14 @@ impl Graph {
     }
 
     pub fn launch(&self, s: &Stream) -> Result<(), CuError> {
+        // SAFETY: the executable graph and the stream are live (each destroyed on its drop).
         unsafe { result::graph::launch(self.exec, s.0) }
     }
 }
 
 impl Drop for Graph {
     fn drop(&mut self) {
+        // SAFETY: both were made in `capture` and are destroyed only here, once.
         unsafe {
             let _ = result::graph::exec_destroy(self.exec);
             let _ = result::graph::destroy(self.graph);

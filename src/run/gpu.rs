@@ -161,7 +161,9 @@ pub fn driver_occupancy(
 }
 
 /// For tests: `Ok(gpu)`, or print why there is none and return `None` (panics instead when
-/// `KWB_REQUIRE_GPU=1`, so a GPU machine can't silently skip).
+/// `KWB_REQUIRE_GPU=1`, so a GPU machine can't silently skip). Tests that call it are also
+/// `#[ignore]`d, so a plain `cargo test` with no GPU lists them as ignored rather than passed;
+/// the GPU bundle runs them with `--include-ignored`.
 pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     match Gpu::open(0) {
         Ok(g) => Some(g),

@@ -21,9 +21,12 @@ struct Ready {
     ptrs: Box<[*mut c_void]>,
 }
 
-pub struct Loaded {
+/// A loaded program, borrowing the buffers its launches point at (`'buf`), so none of them
+/// can be freed while a launch of it may still run.
+pub struct Loaded<'buf> {
     _module: Module,
     launches: Vec<Ready>,
+    _buffers: std::marker::PhantomData<&'buf DevBuf>,
 }
 
 /// Why a program could not be prepared (all recoverable: the context is fine).
@@ -39,12 +42,12 @@ pub enum PrepareError {
     },
 }
 
-impl Loaded {
+impl<'buf> Loaded<'buf> {
     /// Loads `program`, binding buffer arguments to `buffers` by name.
     pub fn prepare(
         program: &Program,
-        buffers: &HashMap<String, &DevBuf>,
-    ) -> Result<Loaded, PrepareError> {
+        buffers: &HashMap<String, &'buf DevBuf>,
+    ) -> Result<Loaded<'buf>, PrepareError> {
         let module = Module::load(&program.cubin.0)
             .map_err(|e| PrepareError::Load(super::device::error_name(&e)))?;
         let mut launches = Vec::new();
@@ -62,6 +65,7 @@ impl Loaded {
             })?;
             if l.dynamic_shared_bytes > 48 * 1024 {
                 // Past 48 KB a kernel must opt in to more dynamic shared memory.
+                // SAFETY: `func` comes from the module loaded above, which `Loaded` keeps.
                 unsafe {
                     result::function::set_function_attribute(
                         func,
@@ -141,6 +145,7 @@ impl Loaded {
         Ok(Loaded {
             _module: module,
             launches,
+            _buffers: std::marker::PhantomData,
         })
     }
 
@@ -158,6 +163,14 @@ impl Loaded {
     /// CUPTI correlation id).
     pub fn enqueue_each(&mut self, s: &Stream, mut after: impl FnMut()) -> Result<(), CuError> {
         for l in &mut self.launches {
+            // SAFETY: `func` belongs to `self._module`, loaded while `self` lives. `ptrs` has one
+            // pointer per kernel parameter (the plan checked the arguments against the
+            // kernel's PTX signature, and the worker runs the plan it is sent), each at an
+            // 8-byte slot or a 128-byte tensor map boxed in `l`. The buffers the arguments
+            // name are device addresses of `DevBuf`s that `self` borrows for `'buf`, so none is
+            // freed while it lives (and freeing one after waits for the launch: cuMemFree is
+            // synchronous); a stray access is a device fault the driver reports, not a host
+            // memory access.
             unsafe {
                 result::launch_kernel(
                     l.func,
@@ -192,13 +205,22 @@ fn encode_tensor_map(m: &TensorMapSpec, ptr: u64) -> Result<sys::CUtensorMap, Cu
         128 => S::CU_TENSOR_MAP_SWIZZLE_128B,
         _ => S::CU_TENSOR_MAP_SWIZZLE_NONE,
     };
-    let ones = vec![1u32; m.dims.len()];
+    // The driver reads `rank` dims, box dims and element strides and `rank - 1` byte strides;
+    // a spec that holds fewer (it comes over the worker protocol) is refused here.
+    let rank = m.dims.len();
+    if !(1..=5).contains(&rank) || m.strides.len() + 1 != rank || m.box_dims.len() != rank {
+        return Err(CuError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE));
+    }
+    let ones = vec![1u32; rank];
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: `map` is a writable CUtensorMap; `dims`, `box_dims` and `ones` hold `rank`
+    // entries and `strides` `rank - 1` (checked above), all the driver reads; `ptr` is only
+    // recorded in the map, not dereferenced here.
     unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             dtype,
-            m.dims.len() as u32,
+            rank as u32,
             ptr as *mut c_void,
             m.dims.as_ptr(),
             m.strides.as_ptr(),
@@ -217,11 +239,14 @@ fn encode_tensor_map(m: &TensorMapSpec, ptr: u64) -> Result<sys::CUtensorMap, Cu
 /// CTAs of `func` the current device holds at once: its multiprocessors times the blocks of
 /// `threads` threads and `shared` bytes of dynamic shared memory each one keeps resident.
 fn resident_ctas(func: sys::CUfunction, threads: i32, shared: u32) -> Result<u32, CuError> {
+    // SAFETY: `func` is a live function of a loaded module (the caller's).
     let per_sm = unsafe {
         result::occupancy::max_active_block_per_multiprocessor(func, threads, shared as usize)?
     };
     let mut dev: sys::CUdevice = 0;
+    // SAFETY: an out-parameter; without a current context the driver returns an error.
     unsafe { sys::cuCtxGetDevice(&mut dev).result()? };
+    // SAFETY: `dev` is the current context's device, just read.
     let sms = unsafe {
         result::device::get_attribute(
             dev,
@@ -229,4 +254,32 @@ fn resident_ctas(func: sys::CUfunction, threads: i32, shared: u32) -> Result<u32
         )?
     };
     Ok((per_sm.max(1) as u32).saturating_mul(sms.max(1) as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tensor_map_spec_whose_lengths_disagree_is_refused_before_the_driver() {
+        let spec = |dims: Vec<u64>, strides: Vec<u64>, box_dims: Vec<u32>| TensorMapSpec {
+            buffer: "a".into(),
+            elem_bytes: 2,
+            dims,
+            strides,
+            box_dims,
+            swizzle: 0,
+        };
+        let invalid = sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE;
+        // Each would have the driver read past a vector (no GPU is needed to refuse them).
+        for bad in [
+            spec(vec![64, 64], vec![], vec![16, 16]),
+            spec(vec![64, 64], vec![128], vec![16]),
+            spec(vec![], vec![], vec![]),
+            spec(vec![2; 6], vec![4; 5], vec![1; 6]),
+        ] {
+            let e = encode_tensor_map(&bad, 0).expect_err("refused");
+            assert_eq!(e.0, invalid, "{bad:?}");
+        }
+    }
 }

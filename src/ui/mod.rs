@@ -15,6 +15,7 @@ pub mod panels;
 pub mod ptxdiff;
 pub mod runtime;
 pub mod sass;
+pub mod start_error;
 pub mod terminal;
 pub mod theme;
 pub mod themes;

@@ -7,6 +7,7 @@
 use super::action::{update, Action, CompileDone, Effect, RunEvent};
 use super::app::{App, GpuState};
 use super::highlight::{Highlighter, Lang};
+use super::start_error::StartError;
 use super::theme::Theme;
 use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
 use crate::report::RunResult;
@@ -629,10 +630,10 @@ fn wait_reconnect(
 }
 
 /// Runs the TUI until the user quits.
-pub fn run(opts: WatchOptions) -> Result<(), String> {
-    let ws: Workspace = crate::workspace::load(&opts.workspace).map_err(|e| e.to_string())?;
+pub fn run(opts: WatchOptions) -> Result<(), StartError> {
+    let ws: Workspace = crate::workspace::load(&opts.workspace)?;
     let arch = opts.arch.or(ws.arch).unwrap_or(Arch::DEFAULT);
-    let compiler = Compiler::new(arch, Cache::default_location()).map_err(|e| e.to_string())?;
+    let compiler = Compiler::new(arch, Cache::default_location())?;
     let (mut themes, theme_warnings) = super::themes::available(opts.color);
     let mut app = App::new(ws, arch);
     if let Some(name) = &opts.theme {
@@ -652,14 +653,13 @@ pub fn run(opts: WatchOptions) -> Result<(), String> {
     if let Some(p) = keys_problem {
         app.message = p;
     }
-    let mut watcher = watch(&tx, &watched_files(&app))?;
+    let mut watcher = watch(&tx, &watched_files(&app)).map_err(StartError::Watch)?;
     if opts.gpu {
         engine.start_gpu(opts.worker.clone());
     } else {
         app.gpu = GpuState::Absent("disabled with --no-gpu".into());
     }
-    let mut terminal =
-        super::terminal::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal = super::terminal::enter().map_err(StartError::Terminal)?;
     {
         let tx = tx.clone();
         std::thread::spawn(move || {

@@ -3,6 +3,7 @@
 //! ([`Workspace`]) in [`load`]; every problem found is reported with file, line, column and field.
 
 pub mod dtype;
+mod file_problem;
 pub mod formula;
 mod load;
 pub mod raw;
@@ -11,6 +12,7 @@ pub mod sweep;
 mod validate;
 
 pub use dtype::{DType, Init};
+pub use file_problem::{file_problem, FileProblem};
 pub use formula::{Formula, SizeEnv};
 pub use load::{load, load_str, WorkspaceError};
 pub use sweep::{AxisKind, Sweep, SweepAxis, SweepPoint};
@@ -238,9 +240,13 @@ impl Workspace {
     /// A workspace for one bare kernel file: a single version with no launches, so that every
     /// kernel in the file is inspected at a default block size.
     pub fn for_kernel_file(path: &std::path::Path) -> Result<Workspace, WorkspaceError> {
-        if !path.is_file() {
+        if let Some(problem) = file_problem(path) {
+            let message = match problem {
+                FileProblem::NotFound => "kernel file not found".to_string(),
+                other => format!("kernel file {other}"),
+            };
             return Err(WorkspaceError::one(
-                crate::diag::Diagnostic::error("kernel file not found").in_file(path),
+                crate::diag::Diagnostic::error(message).in_file(path),
             ));
         }
         let name = path

@@ -17,6 +17,7 @@ use super::{
 mod sweep;
 #[path = "validate_tile.rs"]
 mod tile;
+use super::file_problem::{file_problem, FileProblem};
 use crate::compile::arch::Arch;
 use crate::diag::Diagnostic;
 use indexmap::IndexMap;
@@ -187,6 +188,7 @@ impl Validator<'_> {
             let mut vars = Vec::new();
             let mut name = None;
             let mut emulate = false;
+            let mut zeros = Vec::new();
             for (k, lit) in map {
                 if k == "name" {
                     name = Some(lit.0.clone());
@@ -217,7 +219,11 @@ impl Validator<'_> {
                     continue;
                 };
                 match formula.eval_int(&super::SizeEnv::vars(&[])) {
-                    Ok(n) if n >= 0 => vars.push((k.clone(), n)),
+                    Ok(0) => {
+                        zeros.push(f);
+                        vars.push((k.clone(), 0));
+                    }
+                    Ok(n) if n > 0 => vars.push((k.clone(), n)),
                     Ok(n) => {
                         self.err::<()>(&f, format!("a size must not be negative, got {n}"));
                     }
@@ -253,6 +259,17 @@ impl Validator<'_> {
                     .collect::<Vec<_>>()
                     .join(",")
             });
+            // A dimension of 0 would launch nothing and check nothing; said at the variable,
+            // with the size's name, once the name is known.
+            for f in zeros {
+                let var = &f[field.len() + 1..];
+                self.err::<()>(
+                    &f,
+                    format!(
+                        "size `{name}`: `{var}` is 0; every dimension of a size must be at least 1"
+                    ),
+                );
+            }
             if out.iter().any(|s| s.name == name) {
                 self.err::<()>(&field, format!("duplicate size `{name}`"));
             }
@@ -387,8 +404,8 @@ impl Validator<'_> {
             },
             ("npy", Some(Value::String(p))) => {
                 let path = normalize(&self.dir.join(p));
-                if !path.is_file() {
-                    return self.err(field, format!("`.npy` file not found: {}", path.display()));
+                if let Some(problem) = file_problem(&path) {
+                    return self.err(field, npy_problem(&path, problem));
                 }
                 Init::Npy { path }
             }
@@ -425,14 +442,15 @@ impl Validator<'_> {
         let field = format!("versions.{name}");
         let errors_before = self.diags.len();
         let file = normalize(&self.dir.join(&rv.file));
-        if !file.is_file() {
-            self.err::<()>(
-                &format!("{field}.file"),
-                format!(
-                    "kernel file not found: {} (paths are relative to the workspace's folder)",
-                    file.display()
-                ),
-            );
+        let problem = file_problem(&file).map(|p| match p {
+            FileProblem::NotFound => format!(
+                "kernel file not found: {} (paths are relative to the workspace's folder)",
+                file.display()
+            ),
+            other => format!("kernel file {} {other}", file.display()),
+        });
+        if let Some(message) = problem {
+            self.err::<()>(&format!("{field}.file"), message);
         }
         let mut own = buffers.to_vec();
         for (bname, rb) in &rv.buffers {
@@ -717,10 +735,11 @@ impl Validator<'_> {
                 }
             } else {
                 let path = normalize(&self.dir.join(src));
-                if path.is_file() {
-                    files.push((k.clone(), path));
-                } else {
-                    self.err::<()>(&field, format!("`.npy` file not found: {}", path.display()));
+                match file_problem(&path) {
+                    None => files.push((k.clone(), path)),
+                    Some(problem) => {
+                        self.err::<()>(&field, npy_problem(&path, problem));
+                    }
                 }
             }
         }
@@ -784,4 +803,12 @@ fn names(buffers: &[Buffer]) -> String {
         .map(|b| b.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// What is wrong with an `.npy` path, said as the diagnostics say it.
+fn npy_problem(path: &Path, problem: FileProblem) -> String {
+    match problem {
+        FileProblem::NotFound => format!("`.npy` file not found: {}", path.display()),
+        other => format!("`.npy` file {} {other}", path.display()),
+    }
 }

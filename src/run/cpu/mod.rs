@@ -6,6 +6,7 @@
 
 mod emulate;
 mod interpret;
+pub mod memory;
 
 use super::check::check;
 use super::data::{data_key, host_reference, make_inputs, outputs, summarize_checks, tolerance};
@@ -59,6 +60,8 @@ pub struct CpuOutcome {
     pub notes: Vec<String>,
     /// The run could not be carried out (an unsupported instruction, a bad launch).
     pub error: Option<String>,
+    /// The run was not started, and why (it needs more host memory than kwb allows itself).
+    pub skipped: Option<String>,
     /// Lane-instructions (emulator) or tile operations (interpreter) executed.
     pub work: u64,
 }
@@ -109,6 +112,18 @@ pub fn run_job(
     opts: &CpuOptions,
 ) -> CpuOutcome {
     let mut out = CpuOutcome::default();
+    // Before any buffer is allocated: a failed allocation would abort the process.
+    match memory::host_limit().map(|limit| memory::shortfall(job, &limit)) {
+        Ok(None) => {}
+        Ok(Some(why)) => {
+            out.skipped = Some(why);
+            return out;
+        }
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    }
     let data = match make_inputs(job, data_key(job)) {
         Ok(d) => d,
         Err(e) => {
