@@ -47,11 +47,18 @@ impl Ck<'_> {
             BinaryOp::Add => BinOp::Add,
             BinaryOp::Sub => BinOp::Sub,
             BinaryOp::Mul => BinOp::Mul,
+            // `/` computes in fp32 for ints and for fp16/bf16 alike, and so does a float `%`:
+            // Triton promotes them (fp16 has no native division in PTX), and its result is
+            // fp32, so `h / h * h` multiplies in fp32 too.
             BinaryOp::Div => {
-                if !dtype.is_float() {
+                if !dtype.is_float() || matches!(dtype, Scalar::F16 | Scalar::BF16) {
                     dtype = Scalar::F32;
                 }
                 BinOp::Div
+            }
+            BinaryOp::Mod if matches!(dtype, Scalar::F16 | Scalar::BF16) => {
+                dtype = Scalar::F32;
+                BinOp::Rem
             }
             BinaryOp::FloorDiv | BinaryOp::Mod if dtype.is_float() && op == BinaryOp::FloorDiv => {
                 return self.error(
