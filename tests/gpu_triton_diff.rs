@@ -14,8 +14,8 @@ use kwb::run::worker_command::WorkerCommand;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use support::differential::{planned, Case};
-use support::tile_campaign::{campaign, print_tally, Differential};
-use support::tile_diff::{env_u64, Outcome, Runner};
+use support::tile_campaign::{campaign, print_tally, Differential, Settings};
+use support::tile_diff::{Outcome, Runner};
 use support::tilegen::{self, Arg, Layout, Program};
 use support::triton::Interpreter;
 
@@ -28,6 +28,11 @@ struct Gpu {
 impl Differential for Gpu {
     fn folder(&self, tag: &str) -> PathBuf {
         self.runner.dir.join(tag)
+    }
+
+    /// A run on the GPU compiles with Triton first (about a second): a shorter reduction.
+    fn reduce_budget(&self) -> u64 {
+        150
     }
 
     fn check(&mut self, p: &Program, tag: &str) -> Outcome {
@@ -92,14 +97,13 @@ fn kwb_agrees_with_compiled_triton_on_the_gpu() {
     };
     support::provision_nvrtc();
     let gpus = kwb::run::gpu::probe(0).expect("a GPU");
-    let dir = support::repo().join("target/tile-diff-gpu");
-    let _ = std::fs::remove_dir_all(&dir);
-    let save =
-        std::env::var_os("KWB_DIFF_SAVE").map_or_else(|| dir.join("regressions"), PathBuf::from);
-    let count = env_u64("KWB_DIFF_GPU_PROGRAMS", 100);
-    let first = env_u64("KWB_DIFF_SEED", 1);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let jobs = env_u64("KWB_DIFF_JOBS", cores as u64) as usize;
+    let Settings {
+        dir,
+        save,
+        first,
+        count,
+        jobs,
+    } = Settings::from_env("tile-diff-gpu", "KWB_DIFF_GPU_PROGRAMS", 100);
     let make = |t: usize| {
         let ordinal = t % gpus;
         let triton = Interpreter::start_compiled(ordinal).expect("Triton starts on the GPU");

@@ -21,8 +21,8 @@ mod support;
 
 use kwb::compile::Arch;
 use std::path::PathBuf;
-use support::tile_campaign::{campaign, print_tally};
-use support::tile_diff::{env_u64, Runner};
+use support::tile_campaign::{campaign, print_tally, Settings};
+use support::tile_diff::Runner;
 use support::triton::{provision, Interpreter};
 
 /// The site packages torch and triton come from, or None (with the reason printed) where they
@@ -45,18 +45,13 @@ fn site() -> Option<PathBuf> {
 #[test]
 fn kwb_agrees_with_triton_on_random_programs() {
     let Some(site) = site() else { return };
-    // `KWB_DIFF_DIR`: another folder, for a campaign beside a test run.
-    let dir = std::env::var_os("KWB_DIFF_DIR")
-        .map_or_else(|| support::repo().join("target/tile-diff"), PathBuf::from);
-    let _ = std::fs::remove_dir_all(&dir);
-    // `KWB_DIFF_SAVE`: where reduced mismatches are kept (`tests/diff_regressions` to keep them
-    // as regression tests).
-    let save =
-        std::env::var_os("KWB_DIFF_SAVE").map_or_else(|| dir.join("regressions"), PathBuf::from);
-    let count = env_u64("KWB_DIFF_PROGRAMS", 500);
-    let first = env_u64("KWB_DIFF_SEED", 1);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let jobs = env_u64("KWB_DIFF_JOBS", cores as u64) as usize;
+    let Settings {
+        dir,
+        save,
+        first,
+        count,
+        jobs,
+    } = Settings::from_env("tile-diff", "KWB_DIFF_PROGRAMS", 500);
     let make = |t: usize| {
         let triton = Interpreter::start(&site).expect("the Triton interpreter starts");
         if t == 0 {

@@ -3,8 +3,8 @@
 //! program in the manner of C-Reduce and saved as a regression fixture that
 //! `tests/diff_regressions.rs` replays without Triton.
 
-use super::tile_diff::{dtype, Outcome};
-use super::tilegen::{self, Arg, Layout, Program};
+use super::tile_diff::Outcome;
+use super::tilegen::{self, Layout, Program};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,12 +58,48 @@ fn kind(message: &str) -> &'static str {
     }
 }
 
+/// A campaign's settings, from the environment: its work folder (`KWB_DIFF_DIR`, else
+/// `target/DEFAULT`, emptied), where reduced mismatches are saved (`KWB_DIFF_SAVE`, else
+/// `DIR/regressions`; `tests/diff_regressions` keeps them as tests), the programs
+/// (`COUNT_VAR`, else `count`; from `KWB_DIFF_SEED`, else 1) and the threads (`KWB_DIFF_JOBS`,
+/// else every core).
+pub struct Settings {
+    pub dir: PathBuf,
+    pub save: PathBuf,
+    pub first: u64,
+    pub count: u64,
+    pub jobs: usize,
+}
+
+impl Settings {
+    pub fn from_env(default: &str, count_var: &str, count: u64) -> Settings {
+        use super::tile_diff::env_u64;
+        let dir = std::env::var_os("KWB_DIFF_DIR")
+            .map_or_else(|| super::repo().join("target").join(default), PathBuf::from);
+        let _ = std::fs::remove_dir_all(&dir);
+        let save = std::env::var_os("KWB_DIFF_SAVE")
+            .map_or_else(|| dir.join("regressions"), PathBuf::from);
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Settings {
+            save,
+            first: env_u64("KWB_DIFF_SEED", 1),
+            count: env_u64(count_var, count),
+            jobs: env_u64("KWB_DIFF_JOBS", cores as u64) as usize,
+            dir,
+        }
+    }
+}
+
 /// One side of a differential run: kwb's CPU engines against Triton's interpreter, or kwb on a
 /// GPU against compiled Triton.
 pub trait Differential {
     /// Runs `p` in the folder [`Differential::folder`]`(tag)`.
     fn check(&mut self, p: &Program, tag: &str) -> Outcome;
     fn folder(&self, tag: &str) -> PathBuf;
+    /// How many runs reducing one mismatch may take, unless `KWB_DIFF_REDUCE_TRIES` says.
+    fn reduce_budget(&self) -> u64 {
+        1500
+    }
 }
 
 /// Programs `first..first + count` on `jobs` threads; `make(t)` builds thread `t`'s runner.
@@ -141,9 +177,10 @@ pub fn campaign<R: Differential>(
 
 /// Shrinks `p` while it still mismatches in the same way (statements removed, branches kept,
 /// expressions replaced by operands), restarting from where the last success was; at most
-/// `KWB_DIFF_REDUCE_TRIES` runs (default 1500). Returns the smallest program and its message.
+/// `KWB_DIFF_REDUCE_TRIES` runs (default [`Differential::reduce_budget`]). Returns the smallest
+/// program and its message.
 pub fn reduce(runner: &mut impl Differential, p: Program, first: &str) -> (Program, String) {
-    let budget = super::tile_diff::env_u64("KWB_DIFF_REDUCE_TRIES", 1500);
+    let budget = super::tile_diff::env_u64("KWB_DIFF_REDUCE_TRIES", runner.reduce_budget());
     let tag = format!("seed-{}-reducing", p.seed);
     let (mut best, mut why, mut tries, mut start) = (p, first.to_string(), 0, 0);
     'outer: loop {
@@ -186,17 +223,7 @@ pub fn save_fixture(p: &Program, why: &str, from: &Path, to: &Path) {
             }
         }
     }
-    for a in &p.args {
-        if let Arg::Buffer {
-            name,
-            dtype: d,
-            shape,
-            data,
-        } = a
-        {
-            kwb::run::npy::write(&to.join(format!("{name}.npy")), shape, dtype(*d), data).unwrap();
-        }
-    }
+    super::tile_diff::write_inputs(p, to);
     let yaml = super::tile_diff::Runner::workspace(p, Path::new(""), "k.py");
     std::fs::write(to.join("workspace.yaml"), yaml).unwrap();
     let mut text = String::new();

@@ -47,18 +47,7 @@ impl Runner {
         std::fs::create_dir_all(&dir).unwrap();
         let src = tilegen::print(p, &mut Layout::plain());
         std::fs::write(dir.join("k.py"), &src).unwrap();
-        for arg in &p.args {
-            if let Arg::Buffer {
-                name,
-                dtype: d,
-                shape,
-                data,
-            } = arg
-            {
-                kwb::run::npy::write(&dir.join(format!("{name}.npy")), shape, dtype(*d), data)
-                    .unwrap();
-            }
-        }
+        write_inputs(p, &dir);
         (dir, src)
     }
 
@@ -292,6 +281,21 @@ pub fn check(
         }
     }
     Outcome::Agree
+}
+
+/// Writes `p`'s buffers' initial contents as `dir/NAME.npy`.
+pub fn write_inputs(p: &Program, dir: &Path) {
+    for arg in &p.args {
+        if let Arg::Buffer {
+            name,
+            dtype: d,
+            shape,
+            data,
+        } = arg
+        {
+            kwb::run::npy::write(&dir.join(format!("{name}.npy")), shape, dtype(*d), data).unwrap();
+        }
+    }
 }
 
 /// Triton's outputs of `p`, as its run left them in `dir` (`NAME.triton.npy`).
