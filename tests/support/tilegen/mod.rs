@@ -27,6 +27,8 @@ pub enum E {
     Method(Box<E>, &'static str, Vec<E>),
     /// `x[idx]`, e.g. `[:, None]`.
     Index(Box<E>, &'static str),
+    /// `(then if cond else other)`, its condition on constexprs only.
+    IfExp(Box<E>, Box<E>, Box<E>),
 }
 
 fn a(s: impl Into<String>) -> E {
@@ -180,7 +182,7 @@ impl Gen<'_> {
         }
         let sub = |g: &mut Self| g.expr(d, depth - 1);
         if d == D::I32 {
-            return match self.r.below(12) {
+            return match self.r.below(13) {
                 0..=2 => {
                     let op = self.r.pick(&["+", "-", "*"]);
                     let op: &'static str = match op {
@@ -248,10 +250,11 @@ impl Gen<'_> {
                     self.strict = was;
                     E::Method(Box::new(f), "to", vec![a("tl.int32")])
                 }
+                12 if !self.in_helper => self.if_exp(d, depth),
                 _ => E::Neg(Box::new(sub(self))),
             };
         }
-        match self.r.below(13) {
+        match self.r.below(15) {
             0..=3 => {
                 self.feature("float-arith");
                 let op = self.r.pick(&["+", "-", "*"]);
@@ -306,8 +309,42 @@ impl Gen<'_> {
                 let x = self.tile(x, other);
                 E::Method(Box::new(x), "to", vec![a(d.tl())])
             }
+            13 if d == D::F32 => {
+                // Rounded once when compiled, twice in Triton's interpreter: exact only while
+                // the bits fit (`bits`).
+                self.feature("fma");
+                let (x, y, z) = (sub(self), sub(self), sub(self));
+                let (x, y, z) = (self.tile(x, d), self.tile(y, d), self.tile(z, d));
+                call("tl.fma", vec![x, y, z])
+            }
+            14 if !self.in_helper => self.if_exp(d, depth),
             _ => bin("*", sub(self), self.literal(d)),
         }
+    }
+
+    /// `(x if COND else y)` on the kernel's constexprs: `and`/`or` of comparisons, folded at
+    /// compile time (Triton folds it too), so either side may be of the other branch's dtype.
+    fn if_exp(&mut self, d: D, depth: u32) -> E {
+        self.feature("if-expression");
+        let names: &[&str] = if self.two_d { &["R", "C"] } else { &["BLOCK"] };
+        let cmp = |g: &mut Self| {
+            let n = names[g.r.below(names.len())];
+            let op = g.r.pick(&["<", ">=", "=="]);
+            let op: &'static str = match op {
+                "<" => "<",
+                ">=" => ">=",
+                _ => "==",
+            };
+            bin(op, a(n), a(g.r.pick(&["16", "32", "64"])))
+        };
+        let mut c = cmp(self);
+        if self.r.below(2) == 0 {
+            self.feature("constexpr-logic");
+            let op = if self.r.below(2) == 0 { "and" } else { "or" };
+            c = bin(op, c, cmp(self));
+        }
+        let (x, y) = (self.expr(d, depth - 1), self.expr(d, depth - 1));
+        E::IfExp(Box::new(c), Box::new(x), Box::new(y))
     }
 
     fn compare(&mut self, depth: u32) -> E {
@@ -371,6 +408,7 @@ impl Gen<'_> {
                 }
             }
             E::Neg(x) | E::Index(x, _) => self.bits(x),
+            E::IfExp(_, x, y) => max(self.bits(x), self.bits(y)),
             E::Bin(op, x, y) => {
                 let (bx, by) = (self.bits(x), self.bits(y));
                 if bx >= INT && by >= INT && !matches!(&**y, E::Atom(z) if z == "zf" || z == "zh") {
@@ -391,6 +429,7 @@ impl Gen<'_> {
                     "tl.exp" | "tl.sqrt" | "tl.sigmoid" => INEXACT,
                     "tl.abs" => b(0),
                     "tl.maximum" | "tl.minimum" => max(b(0), b(1)),
+                    "tl.fma" => max(b(0).saturating_add(b(1)), b(2)).saturating_add(1),
                     "tl.where" => max(b(1), b(2)),
                     "tl.sum" => b(0).saturating_add(7).min(INEXACT),
                     "tl.max" | "tl.min" => b(0),

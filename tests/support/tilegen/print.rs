@@ -54,6 +54,11 @@ fn print_e(e: &E, l: &mut Layout) -> String {
             format!("({b0}{x} {op}{b1} {y}{b2})")
         }
         E::Neg(x) => format!("-{}", print_e(x, l)),
+        E::IfExp(c, x, y) => {
+            let (c, x, y) = (print_e(c, l), print_e(x, l), print_e(y, l));
+            let (b0, b1) = (l.maybe_brk(), l.maybe_brk());
+            format!("({b0}{x} if {c}{b1} else {y})")
+        }
         E::Index(x, idx) => format!("{}{idx}", print_e(x, l)),
         E::Call(f, args, kwargs) => {
             let mut parts: Vec<String> = args.iter().map(|x| print_e(x, l)).collect();

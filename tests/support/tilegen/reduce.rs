@@ -143,6 +143,7 @@ fn children(e: &mut E) -> Vec<&mut E> {
         }
         E::Bin(_, l, r) => vec![l.as_mut(), r.as_mut()],
         E::Neg(x) | E::Method(x, _, _) | E::Index(x, _) => vec![x.as_mut()],
+        E::IfExp(c, x, y) => vec![x.as_mut(), y.as_mut(), c.as_mut()],
     }
 }
 
