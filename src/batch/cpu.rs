@@ -77,7 +77,7 @@ pub fn run_cpu(
         mode: BenchMode::Cold,
         warmup_ms: 0.0,
         stop: opts.stop.clone(),
-        watchdog_ms: opts.watchdog_ms,
+        watchdog_ms: opts.watchdog_ms.unwrap_or(crate::run::cpu::CPU_WATCHDOG_MS),
         rtol: None,
         atol: None,
         guard_bytes: None,
@@ -154,10 +154,14 @@ pub(crate) fn fill(r: &mut RunResult, outcome: CpuOutcome) {
         notes,
         error,
         skipped,
+        timed_out,
         ..
     } = outcome;
     if let Some(why) = skipped {
         r.status = Status::Skipped;
+        r.message = Some(why);
+    } else if let Some(why) = timed_out {
+        r.status = Status::Timeout;
         r.message = Some(why);
     } else if let Some(e) = error {
         r.status = Status::Error;

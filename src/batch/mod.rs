@@ -27,7 +27,9 @@ pub struct BatchOptions {
     pub check: bool,
     pub warmup_ms: f64,
     pub stop: StopRule,
-    pub watchdog_ms: u64,
+    /// Per-launch watchdog; `None`: [`crate::run::supervisor::GPU_WATCHDOG_MS`] on a GPU,
+    /// [`crate::run::cpu::CPU_WATCHDOG_MS`] on the CPU.
+    pub watchdog_ms: Option<u64>,
     pub seed: Option<u64>,
     pub cache: bool,
     /// Red-zone bytes around every buffer (`None`: the worker's default; 0: off).
@@ -151,7 +153,9 @@ pub fn run(
         mode: opts.mode,
         warmup_ms: opts.warmup_ms,
         stop: opts.stop.clone(),
-        watchdog_ms: opts.watchdog_ms,
+        watchdog_ms: opts
+            .watchdog_ms
+            .unwrap_or(crate::run::supervisor::GPU_WATCHDOG_MS),
         rtol: None,
         atol: None,
         guard_bytes: opts.guard_bytes,

@@ -192,6 +192,8 @@ pub struct Options {
     pub threads: usize,
     /// Findings kept; the rest are counted in the last one's message.
     pub max_findings: usize,
+    /// Wall-clock limit of one launch, in milliseconds: past it, [`EmuError::Timeout`].
+    pub watchdog_ms: Option<u64>,
 }
 
 impl Default for Options {
@@ -199,6 +201,7 @@ impl Default for Options {
         Options {
             threads: 0,
             max_findings: 32,
+            watchdog_ms: None,
         }
     }
 }
@@ -222,6 +225,8 @@ pub enum EmuError {
     BadLaunch(String),
     #[error("the kernel ran past its budget of {0} lane-instructions (an endless loop?)")]
     Budget(u64),
+    #[error("the launch ran past its watchdog of {0} ms (an endless loop?)")]
+    Timeout(u64),
     #[error("PTX line {ptx_line}: {message}")]
     TensorMap { message: String, ptx_line: u32 },
 }

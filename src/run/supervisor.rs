@@ -71,6 +71,10 @@ pub enum SupervisorError {
     Cancelled,
 }
 
+/// The default watchdog of a GPU job (ms): a worker silent this long, not even a heartbeat,
+/// is running a hung kernel and is killed.
+pub const GPU_WATCHDOG_MS: u64 = 10_000;
+
 /// What became of one job.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobResult {

@@ -363,7 +363,11 @@ fn watch_bench(gpu: bool) -> BenchSpec {
             max_time_s: 1.0,
             ..StopRule::default()
         },
-        watchdog_ms: 10_000,
+        watchdog_ms: if gpu {
+            crate::run::supervisor::GPU_WATCHDOG_MS
+        } else {
+            crate::run::cpu::CPU_WATCHDOG_MS
+        },
         rtol: None,
         atol: None,
         guard_bytes: None,

@@ -57,7 +57,18 @@ pub fn run(
     let total = gx * gy * gz;
     let mem: &Memory = mem;
     let files = &module.files;
+    let deadline = opts.watchdog_ms.map(|ms| {
+        (
+            std::time::Instant::now() + std::time::Duration::from_millis(ms),
+            ms,
+        )
+    });
     let one = |i: u64| -> Result<CtaOut, EmuError> {
+        if let Some((at, ms)) = deadline {
+            if std::time::Instant::now() > at {
+                return Err(EmuError::Timeout(ms));
+            }
+        }
         let ctaid = [
             (i % gx) as u32,
             ((i / gx) % gy) as u32,
@@ -65,6 +76,7 @@ pub fn run(
         ];
         let mut cta = Cta::new(e, files, mem, &params, launch, ctaid);
         cta.globals = &globals;
+        cta.deadline = deadline;
         cta.run()?;
         Ok(CtaOut {
             findings: cta.findings,

@@ -75,6 +75,10 @@ pub(crate) struct Cta<'a> {
     epoch: u32,
     findings: Findings,
     count: u64,
+    /// When the launch's watchdog runs out, and its length in ms.
+    deadline: Option<(std::time::Instant, u64)>,
+    /// Warp steps since the clock was last read.
+    ticks: u32,
     approx: BTreeSet<&'static str>,
     /// The barrier instruction the waiting threads reached (for the divergence report).
     bar_at: Option<usize>,

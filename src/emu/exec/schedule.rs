@@ -58,6 +58,8 @@ impl<'a> Cta<'a> {
             gshadow: HashMap::new(),
             epoch: 1,
             findings: Findings::default(),
+            deadline: None,
+            ticks: 0,
             count: 0,
             approx: BTreeSet::new(),
             bar_at: None,
@@ -141,6 +143,14 @@ impl<'a> Cta<'a> {
             self.step(lo, min as usize, mask)?;
             if self.count > CTA_BUDGET {
                 return Err(EmuError::Budget(CTA_BUDGET));
+            }
+            self.ticks = self.ticks.wrapping_add(1);
+            if self.ticks.is_multiple_of(4096) {
+                if let Some((at, ms)) = self.deadline {
+                    if std::time::Instant::now() > at {
+                        return Err(EmuError::Timeout(ms));
+                    }
+                }
             }
         }
     }

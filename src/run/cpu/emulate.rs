@@ -1,7 +1,7 @@
 //! A program run by the PTX emulator: every buffer placed in the emulated global memory (with
 //! red zones around it), each launch run in order, the findings turned into report findings.
 
-use super::{CpuOptions, Ran};
+use super::{CpuOptions, Ran, Stop};
 use crate::emu::{self, InitState, Memory, Module};
 use crate::report::Finding;
 use crate::run::protocol::{ArgSpec, BufferSpec, Program, Role};
@@ -18,7 +18,8 @@ pub(super) fn run(
     start: &HashMap<String, Vec<u8>>,
     want: &[&BufferSpec],
     opts: &CpuOptions,
-) -> Result<Ran, String> {
+    watchdog_ms: Option<u64>,
+) -> Result<Ran, Stop> {
     let mut mem = Memory::new();
     let mut addr: HashMap<&str, (u64, usize)> = HashMap::new();
     for b in specs {
@@ -74,9 +75,12 @@ pub(super) fn run(
         let eopts = emu::Options {
             threads: opts.threads,
             max_findings: opts.max_findings,
+            watchdog_ms,
         };
-        let report = emu::run(module, &launch, &mut mem, &eopts)
-            .map_err(|e| format!("launch {i} ({}): {e}", l.entry))?;
+        let report = emu::run(module, &launch, &mut mem, &eopts).map_err(|e| match e {
+            emu::EmuError::Timeout(_) => Stop::Timeout(format!("launch {i} ({}): {e}", l.entry)),
+            e => Stop::Error(format!("launch {i} ({}): {e}", l.entry)),
+        })?;
         work += report.instructions;
         approx.extend(report.approx);
         findings.extend(report.findings.into_iter().map(|f| Finding {

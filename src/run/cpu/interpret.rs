@@ -3,7 +3,7 @@
 //! (a lane whose mask is true but whose address is outside its buffer) becomes a finding; a
 //! kernel the interpreter cannot run at all is an error of the run.
 
-use super::Ran;
+use super::{Ran, Stop};
 use crate::report::Finding;
 use crate::run::protocol::{ArgSpec, BufferSpec, Program};
 use crate::tile::{interp, InterpArg, InterpBuffer};
@@ -16,7 +16,8 @@ pub(super) fn run(
     specs: &[BufferSpec],
     start: &HashMap<String, Vec<u8>>,
     want: &[&BufferSpec],
-) -> Result<Ran, String> {
+    watchdog_ms: Option<u64>,
+) -> Result<Ran, Stop> {
     let mut buffers: Vec<InterpBuffer> = specs
         .iter()
         .map(|b| InterpBuffer {
@@ -55,7 +56,7 @@ pub(super) fn run(
                 )),
             })
             .collect::<Result<Vec<_>, String>>()?;
-        match interp::run(kernel, l.grid, &args, &mut buffers) {
+        match interp::run_watched(kernel, l.grid, &args, &mut buffers, watchdog_ms) {
             Ok(stats) => work += stats.ops,
             Err(e) if e.is_finding() => {
                 findings.push(Finding {
@@ -74,10 +75,12 @@ pub(super) fn run(
             // the run could not be carried out, as with the emulator's unsupported instructions.
             Err(e) => {
                 let [x, y, z] = e.program;
-                return Err(format!(
-                    "launch {i} ({}): {e} (program ({x}, {y}, {z}))",
-                    l.entry
-                ));
+                let message = format!("launch {i} ({}): {e} (program ({x}, {y}, {z}))", l.entry);
+                return Err(if e.is_timeout() {
+                    Stop::Timeout(message)
+                } else {
+                    Stop::Error(message)
+                });
             }
         }
     }

@@ -34,6 +34,10 @@ impl CpuCode {
     }
 }
 
+/// The default wall-clock limit of one launch on the CPU (ms): a launch the GPU runs in
+/// microseconds can take seconds in the emulator, so it is longer than the GPU's.
+pub const CPU_WATCHDOG_MS: u64 = 120_000;
+
 /// Per-run limits.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuOptions {
@@ -62,8 +66,33 @@ pub struct CpuOutcome {
     pub error: Option<String>,
     /// The run was not started, and why (it needs more host memory than kwb allows itself).
     pub skipped: Option<String>,
+    /// A launch ran past the job's watchdog, as the GPU worker's timeout: the message.
+    pub timed_out: Option<String>,
     /// Lane-instructions (emulator) or tile operations (interpreter) executed.
     pub work: u64,
+}
+
+/// Why a run stopped before its end.
+#[derive(Debug)]
+pub(super) enum Stop {
+    /// The run could not be carried out.
+    Error(String),
+    /// A launch ran past the job's watchdog (`RunJob::bench.watchdog_ms`).
+    Timeout(String),
+}
+
+impl From<String> for Stop {
+    fn from(e: String) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Error(e) | Stop::Timeout(e) => f.write_str(e),
+        }
+    }
 }
 
 /// The outputs a run produced, and what it found on the way.
@@ -75,7 +104,8 @@ struct Ran {
 }
 
 /// Runs `program` (compiled as `code`) on `buffers` (name → starting bytes); returns the final
-/// bytes of each buffer named in `want`.
+/// bytes of each buffer named in `want`. Each launch may run `watchdog_ms` of wall-clock time
+/// (0: no limit), as a launch on the GPU.
 fn run_program(
     code: &CpuCode,
     program: &Program,
@@ -83,10 +113,12 @@ fn run_program(
     start: &HashMap<String, Vec<u8>>,
     want: &[&BufferSpec],
     opts: &CpuOptions,
-) -> Result<Ran, String> {
+    watchdog_ms: u64,
+) -> Result<Ran, Stop> {
+    let watchdog = (watchdog_ms > 0).then_some(watchdog_ms);
     match code {
-        CpuCode::Ptx(m) => emulate::run(m, program, specs, start, want, opts),
-        CpuCode::Tile(k) => interpret::run(k, program, specs, start, want),
+        CpuCode::Ptx(m) => emulate::run(m, program, specs, start, want, opts, watchdog),
+        CpuCode::Tile(k) => interpret::run(k, program, specs, start, want, watchdog),
     }
 }
 
@@ -133,9 +165,22 @@ pub fn run_job(
     };
     let outs = outputs(job);
     let start = starting_bytes(&data, &outs);
-    let ran = match run_program(code, &job.program, &job.buffers, &start, &outs, opts) {
+    let watchdog = job.bench.watchdog_ms;
+    let ran = match run_program(
+        code,
+        &job.program,
+        &job.buffers,
+        &start,
+        &outs,
+        opts,
+        watchdog,
+    ) {
         Ok(r) => r,
-        Err(e) => {
+        Err(Stop::Timeout(e)) => {
+            out.timed_out = Some(e);
+            return out;
+        }
+        Err(Stop::Error(e)) => {
             out.error = Some(e);
             return out;
         }
@@ -182,8 +227,16 @@ fn reference_version(
         return Ok(None);
     };
     let code = code.ok_or_else(|| format!("reference version `{name}` did not compile"))?;
-    let ran = run_program(code, program, &job.buffers, start, outs, opts)
-        .map_err(|e| format!("reference version `{name}`: {e}"))?;
+    let ran = run_program(
+        code,
+        program,
+        &job.buffers,
+        start,
+        outs,
+        opts,
+        job.bench.watchdog_ms,
+    )
+    .map_err(|e| format!("reference version `{name}`: {e}"))?;
     Ok(Some(
         outs.iter()
             .zip(ran.outputs)
@@ -201,7 +254,17 @@ pub fn run_outputs(job: &RunJob, code: &CpuCode, opts: &CpuOptions) -> Result<Ve
     let data = make_inputs(job, data_key(job))?;
     let outs = outputs(job);
     let start = starting_bytes(&data, &outs);
-    let ran = run_program(code, &job.program, &job.buffers, &start, &outs, opts)?;
+    let watchdog = job.bench.watchdog_ms;
+    let ran = run_program(
+        code,
+        &job.program,
+        &job.buffers,
+        &start,
+        &outs,
+        opts,
+        watchdog,
+    )
+    .map_err(|e| e.to_string())?;
     if let Some(f) = ran.findings.first() {
         return Err(f.to_string());
     }

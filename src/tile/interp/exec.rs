@@ -5,7 +5,7 @@
 //! of a hang.
 
 use super::value::Data;
-use super::{dot, elementwise, memory, shape, Fault};
+use super::{dot, elementwise, memory, shape, Fault, FaultKind};
 use crate::tile::ir::{Elem, Kernel, Op, Scalar, Stmt, StmtKind, Type, VarId};
 use crate::tile::InterpBuffer;
 
@@ -90,6 +90,8 @@ pub(super) struct Machine<'a> {
     steps: u64,
     /// Statement executions allowed ([`MAX_STEPS`] unless a test lowers it).
     pub max_steps: u64,
+    /// When the launch's watchdog runs out, and its length in ms.
+    pub deadline: Option<(std::time::Instant, u64)>,
     pub ops: u64,
 }
 
@@ -110,6 +112,7 @@ impl<'a> Machine<'a> {
             vars,
             steps: 0,
             max_steps: MAX_STEPS,
+            deadline: None,
             ops: 0,
         }
     }
@@ -131,6 +134,19 @@ impl<'a> Machine<'a> {
 
     fn step(&mut self) -> Result<(), Fault> {
         self.steps += 1;
+        if self.steps.is_multiple_of(4096) {
+            if let Some((at, ms)) = self.deadline {
+                if std::time::Instant::now() > at {
+                    return Err(Fault {
+                        kind: FaultKind::Timeout,
+                        message: format!(
+                            "the launch ran past its watchdog of {ms} ms (an endless loop?)"
+                        ),
+                        line: None,
+                    });
+                }
+            }
+        }
         if self.steps > self.max_steps {
             return Err(Fault::interp(format!(
                 "program did not finish: the launch ran more than {} statements (a `while` loop whose condition never becomes false?)",

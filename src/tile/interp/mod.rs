@@ -51,12 +51,18 @@ impl InterpError {
             FaultKind::OutOfBounds => "out-of-bounds",
             FaultKind::FalseAssumption => "false-assumption",
             FaultKind::Interpreter => "interpreter",
+            FaultKind::Timeout => "timeout",
         }
+    }
+
+    /// The launch ran past its watchdog ([`run_watched`]).
+    pub fn is_timeout(&self) -> bool {
+        self.kind == FaultKind::Timeout
     }
 
     /// A fault of the kernel itself (reported as a finding), not of the interpreter's run.
     pub fn is_finding(&self) -> bool {
-        self.kind != FaultKind::Interpreter
+        !matches!(self.kind, FaultKind::Interpreter | FaultKind::Timeout)
     }
 }
 
@@ -78,6 +84,7 @@ enum FaultKind {
     OutOfBounds,
     FalseAssumption,
     Interpreter,
+    Timeout,
 }
 
 /// An error inside the interpreter, before the launch-level facts (program, file) are added.
@@ -131,7 +138,19 @@ pub fn run(
     args: &[InterpArg],
     buffers: &mut [InterpBuffer],
 ) -> Result<InterpStats, InterpError> {
-    run_limited(kernel, grid, args, buffers, exec::MAX_STEPS)
+    run_limited(kernel, grid, args, buffers, exec::MAX_STEPS, None)
+}
+
+/// [`run`], stopping with a timeout error once the launch has run `watchdog_ms` of wall-clock
+/// time (as a launch on the GPU is stopped by kwb's watchdog).
+pub fn run_watched(
+    kernel: &ir::Kernel,
+    grid: [u32; 3],
+    args: &[InterpArg],
+    buffers: &mut [InterpBuffer],
+    watchdog_ms: Option<u64>,
+) -> Result<InterpStats, InterpError> {
+    run_limited(kernel, grid, args, buffers, exec::MAX_STEPS, watchdog_ms)
 }
 
 /// [`run`], stopping after `max_steps` statement executions.
@@ -141,6 +160,7 @@ fn run_limited(
     args: &[InterpArg],
     buffers: &mut [InterpBuffer],
     max_steps: u64,
+    watchdog_ms: Option<u64>,
 ) -> Result<InterpStats, InterpError> {
     let file = Some(kernel.file.display().to_string());
     let error = |program: [u32; 3], f: Fault| InterpError {
@@ -157,6 +177,12 @@ fn run_limited(
     let run = std::panic::AssertUnwindSafe(|| {
         let mut m = exec::Machine::new(kernel, vars, grid, buffers);
         m.max_steps = max_steps;
+        m.deadline = watchdog_ms.map(|ms| {
+            (
+                std::time::Instant::now() + std::time::Duration::from_millis(ms),
+                ms,
+            )
+        });
         m.launch()
             .map(|()| InterpStats { ops: m.ops })
             .map_err(|(pid, f)| error(pid, f))

@@ -64,7 +64,7 @@ fn a_loop_that_never_ends_is_an_error() {
             ),
         ],
     );
-    let e = run_limited(&k, [1, 1, 1], &[], &mut [], 10_000).unwrap_err();
+    let e = run_limited(&k, [1, 1, 1], &[], &mut [], 10_000, None).unwrap_err();
     assert_eq!(e.kind(), "interpreter");
     assert!(e.message.contains("did not finish"), "{}", e.message);
 }
