@@ -53,6 +53,15 @@ pub(super) struct Ck<'a> {
     pub desc_loads: Vec<ir::DescLoad>,
     /// Which statements were checked and which left out on purpose (`reached.rs`).
     pub reached: super::reached::Reached,
+    /// Module-level names bound by assignment, by name: the index of their last binding in
+    /// `module.globals` (`globals.rs`).
+    pub module_globals: HashMap<String, usize>,
+    /// Their values, once read.
+    pub global_cache: HashMap<String, Val>,
+    /// The module-level values being evaluated (a cycle is an error).
+    pub evaluating_globals: Vec<String>,
+    /// A parameter's default value is being evaluated: as in Triton, any global may be read.
+    pub in_default: bool,
 }
 
 impl<'a> Ck<'a> {
@@ -75,6 +84,10 @@ impl<'a> Ck<'a> {
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
             reached: Default::default(),
+            module_globals: HashMap::new(),
+            global_cache: HashMap::new(),
+            evaluating_globals: Vec::new(),
+            in_default: false,
         }
     }
 

@@ -151,6 +151,9 @@ impl Ck<'_> {
             let msg = why.clone();
             return self.error(span, msg);
         }
+        if let Some(&i) = self.module_globals.get(name) {
+            return self.module_global(name, i, span);
+        }
         if let Some(v) = self.globals.get(name) {
             return v.clone();
         }
@@ -159,6 +162,7 @@ impl Ck<'_> {
         }
         let mut known: Vec<&str> = self.env.keys().map(String::as_str).collect();
         known.extend(self.globals.keys().map(String::as_str));
+        known.extend(self.module_globals.keys().map(String::as_str));
         known.extend(names::PYTHON_BUILTINS.iter().map(|(n, _)| *n));
         let msg = match names::suggest(name, known) {
             Some(s) => format!("unknown name `{name}`; did you mean `{s}`?"),
@@ -326,6 +330,7 @@ impl Ck<'_> {
                 self.builtin(name, a)
             }
             Val::Jit(idx) => self.inline_call(idx, a),
+            Val::ConstexprMarker => self.constexpr_call(a),
             Val::DescMethod(d, "load") => self.desc_load(d, a),
             Val::DescMethod(d, _) => self.desc_store(d, a),
             other => {

@@ -11,6 +11,7 @@ mod elementwise;
 mod emit;
 mod expr;
 mod fold;
+mod globals;
 mod loops;
 mod memory;
 mod names;
@@ -198,6 +199,7 @@ fn check_kernel(
     }
     let mut ck = Ck::new(source, module, lines, idx);
     ck.globals = globals(module);
+    ck.module_globals = globals::last_bindings(module);
     ck.loc = lines.loc(source, func.def_span.start);
     let params = ck.bind_kernel(func, req);
     ck.stmts(&func.body);
@@ -308,7 +310,7 @@ impl Ck<'_> {
                     .iter()
                     .find(|(n, _)| n == pname)
                     .map(|(_, v)| v);
-                let default = p.default.as_ref().map(|d| self.eval(d));
+                let default = p.default.as_ref().map(|d| self.eval_default(d));
                 match (given, default) {
                     (Some(g), d) => {
                         let v = match g {
@@ -390,7 +392,7 @@ impl Ck<'_> {
                         }
                     }
                     None => match &p.default {
-                        Some(d) => self.eval(d),
+                        Some(d) => self.eval_default(d),
                         None => Val::Poison,
                     },
                 }
@@ -398,6 +400,14 @@ impl Ck<'_> {
             self.env.insert(pname.clone(), v);
         }
         params
+    }
+
+    /// A parameter's default value: Triton lets it read any global.
+    fn eval_default(&mut self, d: &crate::tile::ast::Expr) -> Val {
+        let saved = std::mem::replace(&mut self.in_default, true);
+        let v = self.eval(d);
+        self.in_default = saved;
+        v
     }
 
     /// A call to another `@triton.jit` function of the file, inlined.
@@ -445,7 +455,7 @@ impl Ck<'_> {
         for (p, slot) in func.params.iter().zip(slots) {
             let v = match (slot, &p.default) {
                 (Some(v), _) => v,
-                (None, Some(d)) => self.eval(d),
+                (None, Some(d)) => self.eval_default(d),
                 (None, None) => {
                     self.error(
                         a.span,

@@ -12,6 +12,7 @@
 
 pub mod coverage;
 mod expr;
+mod globals;
 mod stmt;
 
 pub(crate) use stmt::is_constexpr_annotation;
@@ -284,12 +285,21 @@ impl<'t> Parser<'t> {
                     );
                     self.skip_statement();
                 }
+                Tok::Name(_) => self.global_statement(&mut m),
+                Tok::Kw(
+                    "if" | "elif" | "else" | "for" | "while" | "try" | "except" | "finally"
+                    | "with",
+                ) if self.kind == FileKind::Python => {
+                    let from = self.pos;
+                    self.skip_statement();
+                    self.opaque_assignments(from, &mut m);
+                }
                 _ => {
                     if self.kind == FileKind::Tile {
                         self.error(
                             start,
                             format!(
-                                "expected a `@triton.jit` function or an import at the top level of a .tile file, found {}",
+                                "expected a `@triton.jit` function, an import or an assignment at the top level of a .tile file, found {}",
                                 describe(self.tok())
                             ),
                         );

@@ -1,0 +1,191 @@
+//! Triton parity: kernels written for Triton compile unchanged. Each feature is checked twice:
+//! the tile interpreter gives the values Triton would, and the CUDA kwb generates compiles with
+//! NVRTC and agrees with the interpreter when the PTX emulator runs it (no GPU needed).
+//! Module-level constexpr globals, string and dtype constexprs, imported helpers, pointer
+//! dtypes, `None` arguments and libdevice math.
+
+mod support;
+
+use kwb::tile::{ArgKind, ConstValue, DType, InterpArg, InterpBuffer, KernelRequest};
+use support::differential::{cpu_vs_emulator, Case};
+
+/// Runs kernel `k(x_ptr, y_ptr, n, BLOCK: tl.constexpr, ...)` of `file` (written with `src`
+/// into a temporary folder, beside `others`) in the interpreter over `x`; the `y` it stores,
+/// or the rendered diagnostics.
+fn interp(
+    file: &str,
+    src: &str,
+    others: &[(&str, &str)],
+    constexprs: &[(&str, ConstValue)],
+    x: &[f32],
+) -> Result<Vec<f32>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in others.iter().chain([(file, src)].iter()) {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let path = dir.path().join(file);
+    let mut cx: Vec<(String, ConstValue)> = vec![("BLOCK".into(), ConstValue::Int(64))];
+    cx.extend(constexprs.iter().map(|(n, v)| (n.to_string(), v.clone())));
+    let request = KernelRequest {
+        name: "k".into(),
+        args: vec![
+            ArgKind::Pointer(DType::F32),
+            ArgKind::Pointer(DType::F32),
+            ArgKind::Int {
+                fits_i32: true,
+                divisibility: 1,
+                non_negative: true,
+                one: false,
+            },
+        ],
+        constexprs: cx,
+        num_warps: 1,
+    };
+    let c = kwb::tile::compile(&path, src, &[request]);
+    if c.kernels.len() != 1 {
+        return Err(kwb::diag::render_all(&c.diagnostics));
+    }
+    let buf = |name: &str, xs: &[f32]| InterpBuffer {
+        name: name.into(),
+        dtype: DType::F32,
+        bytes: xs.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
+    let mut bufs = vec![buf("x", x), buf("y", &vec![0.0; x.len()])];
+    let n = x.len() as i64;
+    let args = [
+        InterpArg::Buffer(0),
+        InterpArg::Buffer(1),
+        InterpArg::Int(n),
+    ];
+    let grid = [(n as u64).div_ceil(64) as u32, 1, 1];
+    kwb::tile::interp::run(&c.kernels[0], grid, &args, &mut bufs).map_err(|e| e.to_string())?;
+    Ok(bufs[1]
+        .bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect())
+}
+
+/// The diagnostics of compiling `src` (a `.py` module) for `k(x_ptr, y_ptr, n)`.
+fn errors(src: &str, constexprs: &[(&str, ConstValue)]) -> String {
+    match interp("k.py", src, &[], constexprs, &[1.0]) {
+        Ok(_) => String::new(),
+        Err(e) => e,
+    }
+}
+
+/// The interpreter and the PTX emulator (running the CUDA kwb generated for sm_90) agree on
+/// kernel `k` of `file` (beside `others`), launched as `k(x, y, N)` with `constexprs` (YAML
+/// flow-mapping entries, `BLOCK` included) over N = 1000 random floats.
+fn emulator_agrees(file: &str, src: &str, others: &[(&str, &str)], constexprs: &str) {
+    emulator_agrees_with(file, src, others, constexprs, "f32", (1e-5, 1e-6));
+}
+
+fn emulator_agrees_with(
+    file: &str,
+    src: &str,
+    others: &[(&str, &str)],
+    constexprs: &str,
+    dtype: &str,
+    tolerance: (f64, f64),
+) {
+    support::provision_nvrtc();
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in others.iter().chain([(file, src)].iter()) {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let yaml = format!(
+        "name: parity\nsizes:\n  - {{name: s, N: 1000}}\nbuffers:\n  x: {{dtype: {dtype}, shape: [N]}}\n  y: {{dtype: {dtype}, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\nversions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{{constexprs}}}\n    num_warps: 2\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
+        dir.path().join(file).display()
+    );
+    let case = Case {
+        yaml: &yaml,
+        version: "k",
+        size: "s",
+        seed: 11,
+        code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
+        tolerance: Some(tolerance),
+    };
+    if let Err(e) = cpu_vs_emulator(dir.path(), arch, &case) {
+        panic!("{e}");
+    }
+}
+
+fn xs() -> Vec<f32> {
+    (0..100).map(|i| i as f32 * 0.25 - 10.0).collect()
+}
+
+// ---- 1. Module-level constexpr globals ----
+
+const GLOBALS: &str = r#"
+import triton
+import triton.language as tl
+
+_CASTING_MODE_LLAMA: tl.constexpr = tl.constexpr(1)
+SCALE = tl.constexpr(3)
+OFFSET: tl.constexpr = 0.5
+TWICE = tl.constexpr(SCALE * 2)
+HOST_ONLY = 7  # not read by the kernel: no error
+F16 = tl.float16
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr, MODE: tl.constexpr = _CASTING_MODE_LLAMA):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, tl.constexpr(64))
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if MODE == _CASTING_MODE_LLAMA:
+        y = x * SCALE + OFFSET + TWICE
+    else:
+        y = x
+    y = y.to(F16).to(tl.float32)
+    tl.store(y_ptr + offs, y, mask=m)
+"#;
+
+#[test]
+fn module_constexpr_globals_are_read_by_kernels() {
+    let x = xs();
+    let y = interp("k.py", GLOBALS, &[], &[], &x).unwrap();
+    for (a, b) in x.iter().zip(&y) {
+        let want = f32::from(half::f16::from_f32(a * 3.0 + 0.5 + 6.0));
+        assert_eq!(*b, want, "x = {a}");
+    }
+    // Another mode: the `else` branch.
+    let y = interp("k.py", GLOBALS, &[], &[("MODE", ConstValue::Int(0))], &x).unwrap();
+    assert_eq!(y[3], x[3]);
+}
+
+#[test]
+fn module_constexpr_globals_agree_with_the_emulator() {
+    emulator_agrees("k.py", GLOBALS, &[], "BLOCK: 64");
+}
+
+#[test]
+fn plain_module_globals_are_errors_where_a_kernel_reads_them() {
+    let src = "import triton\nimport triton.language as tl\nN_ROWS = 3\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, N_ROWS)\n";
+    let e = errors(src, &[]);
+    assert!(
+        e.contains(
+            "k.py:7:21: error: a kernel cannot read the module-level global `N_ROWS` (line 3)"
+        ),
+        "{e}"
+    );
+    // As in Triton, a parameter's default may read any global.
+    let src = "import triton\nimport triton.language as tl\nN_ROWS = 3\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr, R: tl.constexpr = N_ROWS):\n    tl.store(y_ptr, R * 1.0)\n";
+    assert_eq!(interp("k.py", src, &[], &[], &[0.0]).unwrap(), vec![3.0]);
+}
+
+#[test]
+fn globals_kwb_cannot_evaluate_are_errors_not_guesses() {
+    // Reassigned inside a top-level `if`: which value the kernel sees depends on host code.
+    let src = "import triton\nimport triton.language as tl\nimport torch\nS = tl.constexpr(2)\nif torch.cuda.is_available():\n    S = tl.constexpr(4)\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, S * 1.0)\n";
+    let e = errors(src, &[]);
+    assert!(e.contains("k.py:10:21: error: `S` is a module-level name bound at line 6 by a statement kwb does not evaluate"), "{e}");
+    // Host code after the kernel that binds a name the kernel does not read is no error.
+    let src = "import triton\nimport triton.language as tl\nS = tl.constexpr(2)\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, S * 1.0)\n\nx = [i for i in range(3)]\nk[(1,)](x, x, 3, BLOCK=64)\n";
+    assert_eq!(interp("k.py", src, &[], &[], &[0.0]).unwrap(), vec![2.0]);
+}
