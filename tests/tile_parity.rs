@@ -189,3 +189,122 @@ fn globals_kwb_cannot_evaluate_are_errors_not_guesses() {
     let src = "import triton\nimport triton.language as tl\nS = tl.constexpr(2)\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, S * 1.0)\n\nx = [i for i in range(3)]\nk[(1,)](x, x, 3, BLOCK=64)\n";
     assert_eq!(interp("k.py", src, &[], &[], &[0.0]).unwrap(), vec![2.0]);
 }
+
+// ---- 2. String and dtype constexprs ----
+
+const ACTIVATIONS: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr, ACTIVATION: tl.constexpr = "", X_dtype: tl.constexpr = tl.float32):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m).to(X_dtype)
+    if ACTIVATION == "leaky_relu":
+        x = leaky_relu(x)
+    elif ACTIVATION != "":
+        x = x * 2
+    tl.static_assert(X_dtype == tl.float32 or X_dtype == tl.bfloat16 or X_dtype == tl.float16)
+    tl.store(y_ptr + offs, x.to(tl.float32), mask=m)
+"#;
+
+#[test]
+fn string_and_dtype_constexprs_specialise_the_kernel() {
+    let x = xs();
+    let str_ = |s: &str| ConstValue::Str(s.into());
+    let bf16 = ConstValue::DType(kwb::tile::ir::Scalar::BF16);
+    let y = interp(
+        "k.py",
+        ACTIVATIONS,
+        &[],
+        &[("ACTIVATION", str_("leaky_relu"))],
+        &x,
+    )
+    .unwrap();
+    for (a, b) in x.iter().zip(&y) {
+        let want = if *a >= 0.0 { *a } else { 0.01 * a };
+        assert_eq!(*b, want, "x = {a}");
+    }
+    let y = interp(
+        "k.py",
+        ACTIVATIONS,
+        &[],
+        &[("ACTIVATION", str_("double"))],
+        &x,
+    )
+    .unwrap();
+    assert_eq!(y[1], x[1] * 2.0);
+    let y = interp(
+        "k.py",
+        ACTIVATIONS,
+        &[],
+        &[("X_dtype", bf16), ("ACTIVATION", str_(""))],
+        &[1.0 / 3.0],
+    )
+    .unwrap();
+    assert_eq!(y[0], half::bf16::from_f32(1.0 / 3.0).to_f32());
+    // A string where the default is a dtype is an error at the parameter.
+    let e = errors(ACTIVATIONS, &[("X_dtype", str_("bf16"))]);
+    assert!(e.contains("constexpr `X_dtype` of kernel `k` takes a dtype (its default is `tl.float32`), but the workspace gives a string, `\"bf16\"`"), "{e}");
+    // Comparing a string with a runtime value is an error, not `False`.
+    let src = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    if \"a\" == n:\n        tl.store(y_ptr, 1.0)\n";
+    assert!(
+        errors(src, &[]).contains("cannot compare"),
+        "{}",
+        errors(src, &[])
+    );
+}
+
+#[test]
+fn string_and_dtype_constexprs_from_the_workspace_agree_with_the_emulator() {
+    // No defaults: the values must come from the workspace.
+    let src = ACTIVATIONS
+        .replace(
+            "ACTIVATION: tl.constexpr = \"\"",
+            "ACTIVATION: tl.constexpr",
+        )
+        .replace(
+            "X_dtype: tl.constexpr = tl.float32",
+            "X_dtype: tl.constexpr",
+        );
+    emulator_agrees(
+        "k.py",
+        &src,
+        &[],
+        "BLOCK: 128, ACTIVATION: \"'leaky_relu'\", X_dtype: tl.bfloat16",
+    );
+    emulator_agrees(
+        "k.py",
+        &src,
+        &[],
+        "BLOCK: 128, ACTIVATION: '\"x2\"', X_dtype: tl.float16",
+    );
+}
+
+#[test]
+fn a_sweep_may_list_dtype_and_string_constexprs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("k.py"), ACTIVATIONS).unwrap();
+    let yaml = format!(
+        "name: sweep\nsizes:\n  - {{name: s, N: 16}}\nbuffers:\n  x: {{dtype: f32, shape: [N]}}\n  y: {{dtype: f32, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\nversions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{BLOCK: 16, X_dtype: tl.float32, ACTIVATION: \"''\"}}\n    sweep: {{X_dtype: [tl.float16, tl.bfloat16], ACTIVATION: [\"'leaky_relu'\", \"''\"]}}\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
+        dir.path().join("k.py").display()
+    );
+    let path = dir.path().join("w.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let ws = kwb::workspace::load(&path).map_err(|e| kwb::diag::render_all(&e.diagnostics));
+    let ws = ws.unwrap();
+    assert_eq!(ws.versions.len(), 4);
+    use kwb::workspace::Constexpr;
+    let v = &ws.versions[0];
+    assert!(v
+        .constexprs
+        .contains(&("X_dtype".into(), Constexpr::DType("float16".into()))));
+    assert!(v
+        .constexprs
+        .contains(&("ACTIVATION".into(), Constexpr::Str("leaky_relu".into()))));
+}

@@ -8,7 +8,7 @@ use super::pipeline::{CompiledVersion, Compiler};
 use crate::diag::Diagnostic;
 use crate::expr::Scalar;
 use crate::tile::{self, ArgKind, ConstValue, KernelRequest};
-use crate::workspace::{Arg, ProblemSize, SizeEnv, Version, Workspace};
+use crate::workspace::{Arg, Constexpr, ProblemSize, SizeEnv, Version, Workspace};
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,11 +32,19 @@ fn specialization(v: &Version, size: Option<&ProblemSize>) -> Result<Specializat
     let size = size.unwrap_or(&empty);
     let vars = v.vars_at(size)?;
     let mut constexprs = Vec::new();
-    for (name, f) in &v.constexprs {
-        let value = match f.eval(&SizeEnv::vars(&size.vars))? {
-            Scalar::Int(i) => ConstValue::Int(i),
-            Scalar::Float(x) => ConstValue::Float(x),
-            Scalar::Bool(b) => ConstValue::Bool(b),
+    for (name, c) in &v.constexprs {
+        let value = match c {
+            Constexpr::Formula(f) => match f.eval(&SizeEnv::vars(&size.vars))? {
+                Scalar::Int(i) => ConstValue::Int(i),
+                Scalar::Float(x) => ConstValue::Float(x),
+                Scalar::Bool(b) => ConstValue::Bool(b),
+            },
+            Constexpr::Str(s) => ConstValue::Str(s.clone()),
+            Constexpr::DType(d) => ConstValue::DType(
+                tile::ir::Scalar::from_triton_name(d)
+                    .ok_or_else(|| format!("`tl.{d}` is not a dtype kwb knows"))?,
+            ),
+            Constexpr::None => ConstValue::None,
         };
         constexprs.push((name.clone(), value));
     }

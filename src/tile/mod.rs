@@ -56,6 +56,26 @@ pub enum ConstValue {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// A Python string (`ACTIVATION="leaky_relu"`).
+    Str(String),
+    /// A Triton dtype (`X_dtype=tl.bfloat16`).
+    DType(ir::Scalar),
+    /// `None` (an optional feature turned off).
+    None,
+}
+
+impl ConstValue {
+    /// The value as Python writes it: `3`, `1.5`, `True`, `'gelu'`, `tl.bfloat16`, `None`.
+    pub fn python(&self) -> String {
+        match self {
+            ConstValue::Int(i) => i.to_string(),
+            ConstValue::Float(f) => format!("{f:?}"),
+            ConstValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+            ConstValue::Str(s) => format!("{s:?}"),
+            ConstValue::DType(d) => format!("tl.{}", d.triton_name()),
+            ConstValue::None => "None".to_string(),
+        }
+    }
 }
 
 /// One kernel to compile, specialised as Triton's JIT does it.

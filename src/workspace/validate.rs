@@ -469,7 +469,11 @@ impl Validator<'_> {
         let kind = SourceKind::of(&file);
         let tile = self.tile_fields(&field, rv, kind, vars);
         let mut launch_vars = vars.to_vec();
-        launch_vars.extend(tile.constexprs.iter().map(|(n, _)| n.as_str()));
+        launch_vars.extend(
+            (tile.constexprs.iter())
+                .filter(|(_, c)| c.formula().is_some())
+                .map(|(n, _)| n.as_str()),
+        );
         if tile.num_warps.is_some() {
             launch_vars.push("num_warps");
         }

@@ -317,21 +317,22 @@ impl Ck<'_> {
                             ConstValue::Int(i) => Val::Int(*i),
                             ConstValue::Float(f) => Val::Float(*f),
                             ConstValue::Bool(b) => Val::Bool(*b),
+                            ConstValue::Str(s) => Val::Str(s.clone()),
+                            ConstValue::DType(d) => Val::DType(*d),
+                            ConstValue::None => Val::None,
                         };
                         let kind = |v: &Val| match v {
                             Val::Int(_) => Some("an int"),
                             Val::Float(_) => Some("a float"),
                             Val::Bool(_) => Some("a bool"),
+                            Val::Str(_) => Some("a string"),
+                            Val::DType(_) => Some("a dtype"),
                             _ => None,
                         };
                         if let Some(d) = &d {
                             if let (Some(want), Some(got)) = (kind(d), kind(&v)) {
                                 if want != got && !(want == "a float" && got == "an int") {
-                                    let shown = match g {
-                                        ConstValue::Int(i) => i.to_string(),
-                                        ConstValue::Float(f) => f.to_string(),
-                                        ConstValue::Bool(b) => b.to_string(),
-                                    };
+                                    let shown = g.python();
                                     self.error(p.name.span, format!("constexpr `{pname}` of kernel `{kname}` takes {want} (its default is `{}`), but the workspace gives {got}, `{shown}`", self.text(p.default.as_ref().map_or(at, |e| e.span))));
                                 }
                             }

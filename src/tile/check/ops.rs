@@ -219,7 +219,10 @@ impl Ck<'_> {
         if !l.is_number() && !matches!(l, Val::Var(_))
             || !r.is_number() && !matches!(r, Val::Var(_))
         {
-            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            if matches!(op, CmpOp::Eq | CmpOp::Ne)
+                && !matches!(l, Val::Var(_))
+                && !matches!(r, Val::Var(_))
+            {
                 let same = l == r;
                 return Val::Bool(if op == CmpOp::Eq { same } else { !same });
             }
