@@ -308,3 +308,61 @@ fn a_sweep_may_list_dtype_and_string_constexprs() {
         .constexprs
         .contains(&("ACTIVATION".into(), Constexpr::Str("leaky_relu".into()))));
 }
+
+// ---- 3. Imports: libdevice forms, and helpers of other files ----
+
+const LIBDEVICE_IMPORTS: &str = r#"
+import triton
+import triton.language as tl
+from triton.language.extra.libdevice import tanh
+from triton.language.extra import libdevice
+from triton.language.math import rsqrt as fast_rsqrt
+from triton.language.extra.cuda import libdevice as cuda_ld
+from .utils import unused_helper  # never read by a kernel: no error
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    a = tl.abs(x) + 1.0
+    y = tanh(x) + libdevice.tanh(x) + tl.extra.cuda.libdevice.rsqrt(a) + fast_rsqrt(a) + cuda_ld.exp(x * 0.1)
+    tl.store(y_ptr + offs, y, mask=m)
+"#;
+
+#[test]
+fn libdevice_imports_resolve() {
+    let x = xs();
+    let y = interp("k.py", LIBDEVICE_IMPORTS, &[], &[], &x).unwrap();
+    for (a, b) in x.iter().zip(&y) {
+        let a = f64::from(*a);
+        let r = 1.0 / (a.abs() + 1.0).sqrt();
+        let want = 2.0 * a.tanh() + 2.0 * r + (a * 0.1).exp();
+        assert!(
+            (f64::from(*b) - want).abs() < 1e-5 * want.abs().max(1.0),
+            "x = {a}: {b} vs {want}"
+        );
+    }
+    emulator_agrees_with(
+        "k.py",
+        LIBDEVICE_IMPORTS,
+        &[],
+        "BLOCK: 128",
+        "f32",
+        (1e-4, 1e-5),
+    );
+}
+
+#[test]
+fn helpers_of_other_files_are_errors_at_the_import_when_used() {
+    let src = "import triton\nimport triton.language as tl\nfrom .utils import helper\nfrom pkg.mod import other\nfrom triton.language.extra.libdevice import no_such_fn\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, helper(1.0))\n    tl.store(y_ptr, no_such_fn(1.0))\n";
+    let e = errors(src, &[]);
+    assert!(e.contains("k.py:3:1: error: `helper` is imported from `.utils`, and kwb does not yet compile `@triton.jit` functions or values of other files; copy it into this file (used at line 9)"), "{e}");
+    assert!(
+        e.contains(
+            "k.py:5:1: error: kwb does not know `triton.language.extra.libdevice.no_such_fn`"
+        ),
+        "{e}"
+    );
+    assert!(!e.contains("k.py:4:"), "{e}");
+}

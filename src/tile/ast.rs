@@ -223,6 +223,8 @@ pub struct FuncDef {
 /// `import a.b as c` (`names` empty) or `from a.b import x as y, z`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Import {
+    /// `from ..pkg import x`: the number of leading dots (0 for an absolute import).
+    pub level: u32,
     pub module: Vec<String>,
     /// `import a.b as c`: the alias `c`.
     pub alias: Option<String>,

@@ -39,6 +39,9 @@ pub(super) struct Ck<'a> {
     pub env: HashMap<String, Val>,
     /// Names visible everywhere: imports and the file's `@triton.jit` functions.
     pub globals: HashMap<String, Val>,
+    /// Names imported from where kwb cannot follow: the import's span and why (reading one is
+    /// an error there).
+    pub foreign: HashMap<String, (Span, String)>,
     /// Names that cannot be used here, and why (assigned in one branch only, …).
     pub gone: HashMap<String, String>,
     /// The current block has ended (a `return`): the statements after it are not checked.
@@ -76,6 +79,7 @@ impl<'a> Ck<'a> {
             loc: Loc::default(),
             env: HashMap::new(),
             globals: HashMap::new(),
+            foreign: HashMap::new(),
             gone: HashMap::new(),
             stop: false,
             depth: 0,

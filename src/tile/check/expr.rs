@@ -154,6 +154,11 @@ impl Ck<'_> {
         if let Some(&i) = self.module_globals.get(name) {
             return self.module_global(name, i, span);
         }
+        if let Some((at, why)) = self.foreign.get(name) {
+            let (at, why) = (*at, why.clone());
+            let line = self.lines.loc(self.src, span.start).line;
+            return self.error(at, format!("{why} (used at line {line})"));
+        }
         if let Some(v) = self.globals.get(name) {
             return v.clone();
         }

@@ -130,18 +130,39 @@ fn diagnostics(
 }
 
 /// The names every kernel of the file sees: imports, the file's `@triton.jit` functions, and
-/// `tl`/`triton` even when the file does not import them.
-fn globals(module: &Module) -> HashMap<String, Val> {
+/// `tl`/`triton` even when the file does not import them. Second: the names imported from
+/// modules kwb cannot compile from (another file's helpers, an unknown `triton` name), with
+/// the import's span and why: reading one is an error at the import.
+fn globals(module: &Module) -> (HashMap<String, Val>, HashMap<String, (Span, String)>) {
     let mut g = HashMap::new();
+    let mut foreign = HashMap::new();
     g.insert("tl".to_string(), Val::Module("tl".into()));
     g.insert("triton".to_string(), Val::Module("triton".into()));
     for imp in &module.imports {
         if imp.from {
+            let from = format!("{}{}", ".".repeat(imp.level as usize), imp.module.join("."));
             for (name, alias) in &imp.names {
+                let bound = alias.clone().unwrap_or_else(|| name.clone());
                 let mut path = imp.module.clone();
                 path.push(name.clone());
                 let v = names::resolve_path(&path);
-                g.insert(alias.clone().unwrap_or_else(|| name.clone()), v);
+                let triton = imp.level == 0 && imp.module.first().is_some_and(|m| m == "triton");
+                let known = !matches!(&v, Val::Module(m) if m.starts_with("triton"));
+                if triton && known {
+                    g.insert(bound.clone(), v);
+                    foreign.remove(&bound);
+                } else {
+                    let why = if triton {
+                        format!(
+                            "kwb does not know `{}` (not a Triton name kwb implements)",
+                            path.join(".")
+                        )
+                    } else {
+                        format!("`{name}` is imported from `{from}`, and kwb does not yet compile `@triton.jit` functions or values of other files; copy it into this file")
+                    };
+                    g.remove(&bound);
+                    foreign.insert(bound, (imp.span, why));
+                }
             }
         } else {
             match &imp.alias {
@@ -158,8 +179,9 @@ fn globals(module: &Module) -> HashMap<String, Val> {
     }
     for (i, f) in module.funcs.iter().enumerate() {
         g.insert(f.name.name.clone(), Val::Jit(i));
+        foreign.remove(&f.name.name);
     }
-    g
+    (g, foreign)
 }
 
 fn check_kernel(
@@ -198,7 +220,7 @@ fn check_kernel(
         return (None, Vec::new());
     }
     let mut ck = Ck::new(source, module, lines, idx);
-    ck.globals = globals(module);
+    (ck.globals, ck.foreign) = globals(module);
     ck.module_globals = globals::last_bindings(module);
     ck.loc = lines.loc(source, func.def_span.start);
     let params = ck.bind_kernel(func, req);

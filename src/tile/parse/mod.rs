@@ -370,9 +370,17 @@ impl<'t> Parser<'t> {
         if !from {
             self.bump();
         }
-        let mut module = vec![self.ident("a module name")?.name];
-        while self.eat_op(".") {
-            module.push(self.ident("a module name after `.`")?.name);
+        let mut level = 0;
+        while from && (self.at_op(".") || self.at_op("...")) {
+            level += if self.at_op(".") { 1 } else { 3 };
+            self.bump();
+        }
+        let mut module = Vec::new();
+        if level == 0 || !self.at_kw("import") {
+            module.push(self.ident("a module name")?.name);
+            while self.eat_op(".") {
+                module.push(self.ident("a module name after `.`")?.name);
+            }
         }
         let mut alias = None;
         let mut names = Vec::new();
@@ -408,6 +416,7 @@ impl<'t> Parser<'t> {
         let span = start.to(self.prev_span());
         self.bump();
         Ok(Import {
+            level,
             module,
             alias,
             names,
