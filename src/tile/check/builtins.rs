@@ -255,6 +255,9 @@ impl Ck<'_> {
                         "`bitcast=True` is not supported",
                     );
                 }
+                if let Val::PtrType(d) = Self::val(&s, 1) {
+                    return self.pointer_cast(Self::val(&s, 0), d, Self::span_of(&s, 1, span));
+                }
                 let Val::DType(d) = Self::val(&s, 1) else {
                     let msg = format!(
                         "`.to` needs a dtype such as `tl.float32`, found {}",
@@ -263,6 +266,28 @@ impl Ck<'_> {
                     return self.error(Self::span_of(&s, 1, span), msg);
                 };
                 self.convert(Self::val(&s, 0), d, Self::span_of(&s, 0, span))
+            }
+            "pointer_type" => {
+                let Some(s) = self.bind(name, a, &["element_ty", "address_space", "const"], 1)
+                else {
+                    return Val::Poison;
+                };
+                if !matches!(Self::val(&s, 1), Val::None | Val::Int(1)) {
+                    return self.error(
+                        Self::span_of(&s, 1, span),
+                        "only global pointers (`address_space=1`) are supported",
+                    );
+                }
+                match Self::val(&s, 0) {
+                    Val::DType(d) => Val::PtrType(d),
+                    other => {
+                        let msg = format!(
+                            "`tl.pointer_type` needs a dtype such as `tl.float16`, found {}",
+                            self.show(&other)
+                        );
+                        self.error(Self::span_of(&s, 0, span), msg)
+                    }
+                }
             }
             "static_assert" | "device_assert" => {
                 let Some(s) = self.bind(name, a, &["cond", "msg", "mask"], 1) else {

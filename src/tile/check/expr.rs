@@ -211,7 +211,7 @@ impl Ck<'_> {
                 "T" => self.permute(x, None, span),
                 "dtype" => match self.ty(x).elem {
                     Elem::Scalar(s) => Val::DType(s),
-                    Elem::Ptr(_) => self.error(span, "`.dtype` of a pointer is not supported"),
+                    Elem::Ptr(s) => Val::PtrType(s),
                 },
                 "shape" => Val::Tuple(
                     self.ty(x)
@@ -238,6 +238,7 @@ impl Ck<'_> {
                     }
                 },
             },
+            Val::PtrType(s) if attr == "element_ty" => Val::DType(s),
             other => {
                 let msg = format!("{} has no attribute `{attr}`", other.describe());
                 self.error(span, msg)

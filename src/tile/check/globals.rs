@@ -92,6 +92,7 @@ impl Ck<'_> {
                     || matches!(
                         v,
                         Val::DType(_)
+                            | Val::PtrType(_)
                             | Val::Module(_)
                             | Val::Builtin(_)
                             | Val::Jit(_)

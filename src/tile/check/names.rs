@@ -63,6 +63,7 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "cast",
     "next_power_of_2",
     "make_tensor_descriptor",
+    "pointer_type",
 ];
 
 pub(super) const DTYPES: &[(&str, Scalar)] = &[

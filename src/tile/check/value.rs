@@ -17,6 +17,8 @@ pub(super) enum Val {
     Str(String),
     /// A dtype such as `tl.float16`.
     DType(Scalar),
+    /// A pointer type: `tl.pointer_type(tl.float16)`, or a pointer's `.dtype`.
+    PtrType(Scalar),
     /// A runtime value (scalar or tile) in an IR variable.
     Var(VarId),
     Tuple(Vec<Val>),
@@ -54,6 +56,7 @@ impl Val {
             Val::None => "`None`".to_string(),
             Val::Str(s) => format!("the string {s:?}"),
             Val::DType(s) => format!("the dtype `tl.{}`", s.triton_name()),
+            Val::PtrType(s) => format!("the dtype `tl.pointer_type(tl.{})`", s.triton_name()),
             Val::Var(_) => "a runtime value".to_string(),
             Val::Tuple(_) => "a tuple".to_string(),
             Val::Module(m) => format!("the module `{m}`"),
