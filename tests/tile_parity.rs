@@ -353,55 +353,136 @@ fn libdevice_imports_resolve() {
     );
 }
 
+const UTILS: &str = r#"
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+SCALE = tl.constexpr(2.0)
+
+@triton.jit
+def _inner(x):
+    return x * SCALE
+
+@triton.jit
+def helper(x, OFF: tl.constexpr):
+    return _inner(x) + OFF + libdevice.tanh(x)
+"#;
+
+const LOCAL: &str = r#"
+import triton
+from ..utils import _inner as twice
+
+@triton.jit
+def act(x):
+    return twice(x) - 1.0
+"#;
+
+const CROSS_FILE: &str = r#"
+import triton
+import triton.language as tl
+from ..utils import helper
+from pkg.consts import OFFSET
+from .local import act
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, helper(x, OFFSET) + act(x), mask=m)
+"#;
+
+fn cross_file_others() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("pkg/__init__.py", ""),
+        ("pkg/utils.py", UTILS),
+        (
+            "pkg/consts.py",
+            "import triton.language as tl\nOFFSET = tl.constexpr(0.5)\n",
+        ),
+        ("pkg/ops/__init__.py", ""),
+        ("pkg/ops/local.py", LOCAL),
+    ]
+}
+
 #[test]
-fn helpers_of_other_files_are_errors_at_the_import_when_used() {
-    let src = "import triton\nimport triton.language as tl\nfrom .utils import helper\nfrom pkg.mod import other\nfrom triton.language.extra.libdevice import no_such_fn\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, helper(1.0))\n    tl.store(y_ptr, no_such_fn(1.0))\n";
+fn helpers_and_globals_of_other_files_are_inlined() {
+    let x = xs();
+    let y = interp("pkg/ops/k.py", CROSS_FILE, &cross_file_others(), &[], &x).unwrap();
+    for (a, b) in x.iter().zip(&y) {
+        let a = f64::from(*a);
+        let want = a * 2.0 + 0.5 + a.tanh() + a * 2.0 - 1.0;
+        assert!(
+            (f64::from(*b) - want).abs() < 1e-5 * want.abs().max(1.0),
+            "x = {a}: {b} vs {want}"
+        );
+    }
+    emulator_agrees_with(
+        "pkg/ops/k.py",
+        CROSS_FILE,
+        &cross_file_others(),
+        "BLOCK: 64",
+        "f32",
+        (1e-4, 1e-5),
+    );
+}
+
+#[test]
+fn errors_in_another_file_are_reported_there() {
+    let bad_utils = UTILS.replace("return x * SCALE", "return x * undefined_name");
+    let mut others = cross_file_others();
+    others[1].1 = Box::leak(bad_utils.into_boxed_str());
+    let e = interp("pkg/ops/k.py", CROSS_FILE, &others, &[], &[1.0]).unwrap_err();
+    assert!(
+        e.contains("pkg/utils.py:10:16: error: unknown name `undefined_name`"),
+        "{e}"
+    );
+    let bad_utils = UTILS.replace("return x * SCALE", "return x *");
+    others[1].1 = Box::leak(bad_utils.into_boxed_str());
+    let e = interp("pkg/ops/k.py", CROSS_FILE, &others, &[], &[1.0]).unwrap_err();
+    assert!(e.contains("pkg/utils.py:10:"), "{e}");
+}
+
+#[test]
+fn imports_kwb_cannot_follow_are_errors_at_the_import_when_used() {
+    let src = "import triton\nimport triton.language as tl\nfrom .utils import helper\nfrom pkg.mod import other\nfrom triton.language.extra.libdevice import no_such_fn\nfrom .k import missing\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, helper(1.0))\n    tl.store(y_ptr, no_such_fn(1.0))\n    tl.store(y_ptr, missing(1.0))\n";
     let e = errors(src, &[]);
-    assert!(e.contains("k.py:3:1: error: `helper` is imported from `.utils`, and kwb does not yet compile `@triton.jit` functions or values of other files; copy it into this file (used at line 9)"), "{e}");
+    assert!(e.contains("k.py:3:1: error: `helper` is imported from `.utils`, but kwb cannot find the module `.utils` (looked beside"), "{e}");
+    assert!(e.contains("(used at line 10)"), "{e}");
     assert!(
         e.contains(
             "k.py:5:1: error: kwb does not know `triton.language.extra.libdevice.no_such_fn`"
         ),
         "{e}"
     );
+    assert!(
+        e.contains(
+            "k.py:6:1: error: `missing` is imported from `.k`, which imports this file back"
+        ),
+        "{e}"
+    );
     assert!(!e.contains("k.py:4:"), "{e}");
 }
 
-// ---- 4. Pointer dtypes ----
-
-const POINTER_DTYPES: &str = r#"
-import triton
-import triton.language as tl
-
-@triton.jit
-def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    tl.static_assert(x_ptr.dtype == tl.pointer_type(y_ptr.dtype.element_ty))
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    p = x_ptr.to(tl.pointer_type(x_ptr.dtype.element_ty))
-    x = tl.load(p + offs, mask=m).to(tl.float32)
-    acc = tl.zeros((BLOCK,), dtype=x_ptr.dtype.element_ty)
-    if y_ptr.dtype.element_ty == tl.float16:
-        acc += 1
-    y = (x * 3.0 + acc).to(y_ptr.dtype.element_ty)
-    tl.store(y_ptr + offs, y, mask=m)
-"#;
-
 #[test]
-fn pointer_dtypes_read_and_compare() {
-    let x = xs();
-    let y = interp("k.py", POINTER_DTYPES, &[], &[], &x).unwrap();
-    assert_eq!(y[5], x[5] * 3.0);
-    emulator_agrees("k.py", POINTER_DTYPES, &[], "BLOCK: 64");
-    emulator_agrees_with(
-        "k.py",
-        POINTER_DTYPES,
-        &[],
-        "BLOCK: 64",
-        "f16",
-        (1e-3, 1e-3),
-    );
-    let src = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    p = x_ptr.to(tl.pointer_type(tl.float16))\n    tl.store(p, 1.0)\n";
-    let e = errors(src, &[]);
-    assert!(e.contains("k.py:5:18: error: casting a pointer<float32> to `tl.pointer_type(tl.float16)` reinterprets memory as another dtype, which kwb does not support"), "{e}");
+fn imported_files_are_dependencies_of_the_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in cross_file_others()
+        .iter()
+        .chain([("pkg/ops/k.py", CROSS_FILE)].iter())
+    {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let file = dir.path().join("pkg/ops/k.py");
+    let c = kwb::tile::compile(&file, CROSS_FILE, &[]);
+    let mut names: Vec<String> = c
+        .imports
+        .iter()
+        .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["pkg/consts.py", "pkg/ops/local.py", "pkg/utils.py"]);
 }

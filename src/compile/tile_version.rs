@@ -206,7 +206,10 @@ impl Compiler {
             tile::Target::sm(self.arch.sm()).with_persistent(v.persistent),
         );
         out.diagnostics.extend(tiled.diagnostics);
+        // Imported helper files: watched like a CUDA version's headers.
+        let imports = tiled.imports;
         if out.diagnostics.iter().any(Diagnostic::is_error) || tiled.cuda.is_empty() {
+            out.includes = imports;
             return out;
         }
         out.tile_kernels = tiled.kernels;
@@ -222,6 +225,7 @@ impl Compiler {
         let cuda: Arc<str> = Arc::from(tiled.cuda);
         out.generated = Some(cuda.clone());
         self.compile_cuda(ws, v, &cuda, &[], &mut out);
+        out.includes.extend(imports);
         out
     }
 }

@@ -105,6 +105,8 @@ pub struct Compiled {
     /// Kernel name → the tensor maps its launch passes after its arguments (TMA copies of
     /// descriptor loads, `cuda/tma.rs`), in parameter order.
     pub tensor_maps: Vec<(String, Vec<TensorMapParam>)>,
+    /// The other files the source imports helpers from: a change to one changes the kernels.
+    pub imports: Vec<std::path::PathBuf>,
 }
 
 /// A kernel's extra `CUtensorMap` parameter (a `__grid_constant__` of 128 bytes): what the
@@ -177,9 +179,10 @@ pub fn compile_for(
     requests: &[KernelRequest],
     target: Target,
 ) -> Compiled {
-    let (kernels, diagnostics) = check::check(path, source, requests);
+    let (kernels, diagnostics, imports) = check::check_with_imports(path, source, requests);
     if diagnostics.iter().any(Diagnostic::is_error) {
         return Compiled {
+            imports,
             cuda: String::new(),
             kernels: Vec::new(),
             diagnostics,
@@ -199,6 +202,7 @@ pub fn compile_for(
         dynamic_shared: written.dynamic_shared,
         arch_specific: written.arch_specific,
         tensor_maps: written.tensor_maps,
+        imports,
         kernels: kernels.into_iter().map(Arc::new).collect(),
         diagnostics,
     }

@@ -111,7 +111,7 @@ impl Ck<'_> {
                 // which Triton (and kwb) make a runtime value.
                 let is_param = |ck: &Self, x: crate::tile::ir::VarId| {
                     let name = ck.vars[x.0 as usize].name.as_deref();
-                    ck.module.funcs[ck.kernel]
+                    ck.units[0].module.funcs[ck.kernel]
                         .params
                         .iter()
                         .any(|p| Some(p.name.name.as_str()) == name)

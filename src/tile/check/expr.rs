@@ -4,6 +4,7 @@
 
 use super::emit::Ck;
 use super::names;
+use super::units::Binding;
 use super::value::{show_type, Val};
 use crate::tile::ast::{BoolOp, Expr, ExprKind, Index};
 use crate::tile::ir::{Elem, Op, Type};
@@ -151,23 +152,20 @@ impl Ck<'_> {
             let msg = why.clone();
             return self.error(span, msg);
         }
-        if let Some(&i) = self.module_globals.get(name) {
-            return self.module_global(name, i, span);
-        }
-        if let Some((at, why)) = self.foreign.get(name) {
-            let (at, why) = (*at, why.clone());
-            let line = self.lines.loc(self.src, span.start).line;
-            return self.error(at, format!("{why} (used at line {line})"));
-        }
-        if let Some(v) = self.globals.get(name) {
-            return v.clone();
+        match self.tables[self.unit].get(name).cloned() {
+            Some(Binding::Global(u, i)) => return self.module_global(name, u, i, span),
+            Some(Binding::Foreign(at, why)) => {
+                let line = self.lines.loc(self.src, span.start).line;
+                return self.error(at, format!("{why} (used at line {line})"));
+            }
+            Some(Binding::Value(v)) => return v,
+            None => {}
         }
         if let Some(b) = names::python_builtin(name) {
             return b;
         }
         let mut known: Vec<&str> = self.env.keys().map(String::as_str).collect();
-        known.extend(self.globals.keys().map(String::as_str));
-        known.extend(self.module_globals.keys().map(String::as_str));
+        known.extend(self.tables[self.unit].keys().map(String::as_str));
         known.extend(names::PYTHON_BUILTINS.iter().map(|(n, _)| *n));
         let msg = match names::suggest(name, known) {
             Some(s) => format!("unknown name `{name}`; did you mean `{s}`?"),
@@ -335,7 +333,12 @@ impl Ck<'_> {
                 );
                 self.builtin(name, a)
             }
-            Val::Jit(idx) => self.inline_call(idx, a),
+            Val::Jit(u, idx) => {
+                let prev = self.enter_unit(u);
+                let v = self.inline_call(idx, a);
+                self.enter_unit(prev);
+                v
+            }
             Val::ConstexprMarker => self.constexpr_call(a),
             Val::DescMethod(d, "load") => self.desc_load(d, a),
             Val::DescMethod(d, _) => self.desc_store(d, a),

@@ -8,41 +8,9 @@
 
 use super::emit::Ck;
 use super::value::Val;
-use crate::tile::ast::{ExprKind, GlobalDef, Module};
+use crate::tile::ast::{ExprKind, GlobalDef};
 use crate::tile::parse::is_constexpr_annotation;
 use crate::tile::span::Span;
-use std::collections::HashMap;
-
-/// The module's top-level assignments that are a name's last binding (after any import or
-/// `def` of the same name), by name: the index into `module.globals`.
-pub(super) fn last_bindings(module: &Module) -> HashMap<String, usize> {
-    let mut out: HashMap<String, usize> = HashMap::new();
-    for (i, g) in module.globals.iter().enumerate() {
-        let later_def = module
-            .funcs
-            .iter()
-            .any(|f| f.name.name == g.name.name && f.def_span.start > g.span.start);
-        let later_import = module.imports.iter().any(|imp| {
-            imp.span.start > g.span.start
-                && if imp.from {
-                    imp.names
-                        .iter()
-                        .any(|(n, a)| a.as_deref().unwrap_or(n) == g.name.name)
-                } else {
-                    imp.alias
-                        .as_deref()
-                        .or(imp.module.first().map(String::as_str))
-                        == Some(g.name.name.as_str())
-                }
-        });
-        if later_def || later_import {
-            out.remove(&g.name.name);
-        } else {
-            out.insert(g.name.name.clone(), i);
-        }
-    }
-    out
-}
 
 /// `tl.constexpr(value)` (or `constexpr(...)`) as written.
 fn is_constexpr_call(e: &crate::tile::ast::Expr) -> bool {
@@ -50,16 +18,19 @@ fn is_constexpr_call(e: &crate::tile::ast::Expr) -> bool {
 }
 
 impl Ck<'_> {
-    /// The value of module-level `name` (its binding `idx`), read at `span`.
-    pub(super) fn module_global(&mut self, name: &str, idx: usize, span: Span) -> Val {
-        if let Some(v) = self.global_cache.get(name) {
+    /// The value of module-level `name` (binding `idx` of file `unit`), read at `span`.
+    pub(super) fn module_global(&mut self, name: &str, unit: usize, idx: usize, span: Span) -> Val {
+        if let Some(v) = self.global_cache.get(&(unit, idx)) {
             return v.clone();
         }
-        let module = self.module;
-        let Some(g) = module.globals.get(idx) else {
+        let u = &self.units[unit];
+        let Some(g) = u.module.globals.get(idx) else {
             return Val::Poison;
         };
-        let line = self.lines.loc(self.src, g.span.start).line;
+        let mut line = u.lines.loc(&u.source, g.span.start).line.to_string();
+        if unit != self.unit {
+            line = format!("{}:{line}", u.path.display());
+        }
         let v = match &g.def {
             GlobalDef::Opaque => self.error(
                 span,
@@ -71,17 +42,20 @@ impl Ck<'_> {
                 value,
                 constexpr_ann,
             } => {
-                if self.evaluating_globals.iter().any(|n| n == name) {
+                if self.evaluating_globals.contains(&(unit, idx)) {
                     return self.error(
                         span,
                         format!("the module-level value of `{name}` refers to itself"),
                     );
                 }
-                self.evaluating_globals.push(name.to_string());
+                self.evaluating_globals.push((unit, idx));
                 let saved_env = std::mem::take(&mut self.env);
                 let saved_gone = std::mem::take(&mut self.gone);
                 let before = self.findings.len();
+                let prev = self.enter_unit(unit);
                 let v = self.eval(value);
+                let shown = self.text(value.span).to_string();
+                self.enter_unit(prev);
                 let errors: Vec<_> = self.findings.drain(before..).collect();
                 self.env = saved_env;
                 self.gone = saved_gone;
@@ -95,7 +69,7 @@ impl Ck<'_> {
                             | Val::PtrType(_)
                             | Val::Module(_)
                             | Val::Builtin(_)
-                            | Val::Jit(_)
+                            | Val::Jit(..)
                             | Val::ConstexprMarker
                             | Val::Poison
                     );
@@ -112,7 +86,6 @@ impl Ck<'_> {
                         format!("the module-level value of `{name}` (line {line}) is not known at compile time"),
                     ),
                     _ if !allowed => {
-                        let shown = self.text(value.span).to_string();
                         self.error(
                             span,
                             format!(
@@ -125,7 +98,7 @@ impl Ck<'_> {
             }
         };
         if !self.in_default {
-            self.global_cache.insert(name.to_string(), v.clone());
+            self.global_cache.insert((unit, idx), v.clone());
         }
         v
     }

@@ -20,12 +20,13 @@ mod python;
 mod reached;
 mod shape;
 mod stmt;
+mod units;
 mod value;
 
 #[cfg(test)]
 mod tests;
 
-use super::ast::{ExprKind, FuncDef, Module};
+use super::ast::{ExprKind, FuncDef};
 use super::parse::{self, FileKind, ParseError};
 use super::span::{LineIndex, Span};
 use super::{ir, ArgKind, ConstValue, KernelRequest, KernelSignature, ParamSig};
@@ -43,16 +44,35 @@ pub fn check(
     source: &str,
     requests: &[KernelRequest],
 ) -> (Vec<ir::Kernel>, Vec<Diagnostic>) {
-    let lines = LineIndex::new(source);
-    let (module, parse_errors) = parse::parse(source, FileKind::of(path));
-    let mut findings: Vec<Finding> = parse_errors.into_iter().map(finding).collect();
+    let (kernels, diagnostics, _) = check_with_imports(path, source, requests);
+    (kernels, diagnostics)
+}
+
+/// [`check`], and the other files the kernels' file imports from (read for this check: a
+/// change to one of them changes the kernels).
+pub fn check_with_imports(
+    path: &Path,
+    source: &str,
+    requests: &[KernelRequest],
+) -> (Vec<ir::Kernel>, Vec<Diagnostic>, Vec<std::path::PathBuf>) {
+    let units = units::load(path, source);
+    let tables = units::tables(&units);
+    let mut findings: Vec<Finding> = units[0].parse_errors.iter().cloned().map(finding).collect();
     let mut kernels = Vec::new();
     for req in requests {
-        let (k, f) = check_kernel(path, source, &lines, &module, req);
+        let (k, f) = check_kernel(&units, &tables, req);
         findings.extend(f);
         kernels.extend(k);
     }
-    (kernels, diagnostics(path, source, &lines, findings))
+    let mut out = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        let mine: Vec<Finding> = findings.iter().filter(|f| f.unit == i).cloned().collect();
+        if !mine.is_empty() {
+            out.extend(diagnostics(&u.path, &u.source, &u.lines, mine));
+        }
+    }
+    let files = units.iter().skip(1).map(|u| u.path.clone()).collect();
+    (kernels, out, files)
 }
 
 /// The `@triton.jit` kernels of `source` and their parameters.
@@ -98,6 +118,7 @@ pub fn signatures(path: &Path, source: &str) -> Result<Vec<KernelSignature>, Vec
 
 fn finding(e: ParseError) -> Finding {
     Finding {
+        unit: 0,
         severity: Severity::Error,
         span: e.span,
         message: e.message,
@@ -129,68 +150,17 @@ fn diagnostics(
     out
 }
 
-/// The names every kernel of the file sees: imports, the file's `@triton.jit` functions, and
-/// `tl`/`triton` even when the file does not import them. Second: the names imported from
-/// modules kwb cannot compile from (another file's helpers, an unknown `triton` name), with
-/// the import's span and why: reading one is an error at the import.
-fn globals(module: &Module) -> (HashMap<String, Val>, HashMap<String, (Span, String)>) {
-    let mut g = HashMap::new();
-    let mut foreign = HashMap::new();
-    g.insert("tl".to_string(), Val::Module("tl".into()));
-    g.insert("triton".to_string(), Val::Module("triton".into()));
-    for imp in &module.imports {
-        if imp.from {
-            let from = format!("{}{}", ".".repeat(imp.level as usize), imp.module.join("."));
-            for (name, alias) in &imp.names {
-                let bound = alias.clone().unwrap_or_else(|| name.clone());
-                let mut path = imp.module.clone();
-                path.push(name.clone());
-                let v = names::resolve_path(&path);
-                let triton = imp.level == 0 && imp.module.first().is_some_and(|m| m == "triton");
-                let known = !matches!(&v, Val::Module(m) if m.starts_with("triton"));
-                if triton && known {
-                    g.insert(bound.clone(), v);
-                    foreign.remove(&bound);
-                } else {
-                    let why = if triton {
-                        format!(
-                            "kwb does not know `{}` (not a Triton name kwb implements)",
-                            path.join(".")
-                        )
-                    } else {
-                        format!("`{name}` is imported from `{from}`, and kwb does not yet compile `@triton.jit` functions or values of other files; copy it into this file")
-                    };
-                    g.remove(&bound);
-                    foreign.insert(bound, (imp.span, why));
-                }
-            }
-        } else {
-            match &imp.alias {
-                Some(a) => {
-                    g.insert(a.clone(), names::resolve_path(&imp.module));
-                }
-                None => {
-                    if let Some(root) = imp.module.first() {
-                        g.insert(root.clone(), names::resolve_path(&imp.module[..1]));
-                    }
-                }
-            }
-        }
-    }
-    for (i, f) in module.funcs.iter().enumerate() {
-        g.insert(f.name.name.clone(), Val::Jit(i));
-        foreign.remove(&f.name.name);
-    }
-    (g, foreign)
-}
-
 fn check_kernel(
-    path: &Path,
-    source: &str,
-    lines: &LineIndex,
-    module: &Module,
+    units: &[units::Unit],
+    tables: &[HashMap<String, units::Binding>],
     req: &KernelRequest,
 ) -> (Option<ir::Kernel>, Vec<Finding>) {
+    let (path, source, lines, module) = (
+        &units[0].path,
+        units[0].source.as_str(),
+        &units[0].lines,
+        &units[0].module,
+    );
     let Some(idx) = module.funcs.iter().position(|f| f.name.name == req.name) else {
         let names: Vec<&str> = module.funcs.iter().map(|f| f.name.name.as_str()).collect();
         let msg = match names::suggest(&req.name, names.iter().copied()) {
@@ -209,6 +179,7 @@ fn check_kernel(
             ),
         };
         let f = Finding {
+            unit: 0,
             severity: Severity::Error,
             span: Span::default(),
             message: msg,
@@ -219,16 +190,14 @@ fn check_kernel(
     if func.has_errors {
         return (None, Vec::new());
     }
-    let mut ck = Ck::new(source, module, lines, idx);
-    (ck.globals, ck.foreign) = globals(module);
-    ck.module_globals = globals::last_bindings(module);
+    let mut ck = Ck::new(units, tables.to_vec(), idx);
     ck.loc = lines.loc(source, func.def_span.start);
     let params = ck.bind_kernel(func, req);
     ck.stmts(&func.body);
     ck.every_statement_reached(&func.body);
     let kernel = ir::Kernel {
         name: req.name.clone(),
-        file: path.to_path_buf(),
+        file: path.clone(),
         params,
         vars: std::mem::take(&mut ck.vars),
         body: ck.blocks.pop().unwrap_or_default(),
@@ -440,10 +409,25 @@ impl Ck<'_> {
             return Val::Poison;
         };
         let fname = &func.name.name;
-        if idx == self.kernel || self.frames.iter().any(|f| f.func == idx) {
+        if (self.unit == 0 && idx == self.kernel)
+            || self
+                .frames
+                .iter()
+                .any(|f| (f.unit, f.func) == (self.unit, idx))
+        {
             return self.error(a.span, format!("`{fname}` calls itself (directly or through other functions); recursion cannot be inlined"));
         }
         if func.has_errors {
+            if self.unit != 0 {
+                // Another file's syntax errors inside this helper: reported in that file.
+                let errors: Vec<ParseError> = (self.units[self.unit].parse_errors.iter())
+                    .filter(|e| func.span.start <= e.span.start && e.span.start <= func.span.end)
+                    .cloned()
+                    .collect();
+                for e in errors {
+                    self.error(e.span, e.message);
+                }
+            }
             return Val::Poison;
         }
         let names: Vec<&str> = func.params.iter().map(|p| p.name.name.as_str()).collect();
@@ -506,6 +490,7 @@ impl Ck<'_> {
         }
         self.env = bound;
         self.frames.push(Frame {
+            unit: self.unit,
             func: idx,
             depth: self.depth,
             ret: None,

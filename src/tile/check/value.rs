@@ -33,8 +33,9 @@ pub(super) enum Val {
     Desc(usize),
     /// A descriptor's method (`desc.load`).
     DescMethod(usize, &'static str),
-    /// Another `@triton.jit` function of the file (by index), called inline.
-    Jit(usize),
+    /// A `@triton.jit` function, called inline: its file (`units.rs`) and its index among
+    /// that file's functions.
+    Jit(usize, usize),
     /// `tl.constexpr` itself.
     ConstexprMarker,
     /// The result of an expression that already failed: it stops cascades of errors.
@@ -63,7 +64,7 @@ impl Val {
             Val::Builtin(b) => format!("the function `{}`", display_builtin(b)),
             Val::Method(_, m) | Val::DescMethod(_, m) => format!("the method `.{m}`"),
             Val::Desc(_) => "a tensor descriptor".to_string(),
-            Val::Jit(_) => "a `@triton.jit` function".to_string(),
+            Val::Jit(..) => "a `@triton.jit` function".to_string(),
             Val::ConstexprMarker => "`tl.constexpr`".to_string(),
             Val::Poison => "an erroneous value".to_string(),
         }
