@@ -135,3 +135,8 @@ fn a_kernel_file_where_a_workspace_goes_is_named_as_such() {
 fn bad_constexpr_values() {
     check("bad_constexpr_values");
 }
+
+#[test]
+fn none_arg_to_cuda() {
+    check("none_arg_to_cuda");
+}

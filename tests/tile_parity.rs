@@ -91,6 +91,19 @@ fn emulator_agrees_with(
     dtype: &str,
     tolerance: (f64, f64),
 ) {
+    emulator_case(file, src, others, constexprs, dtype, tolerance, "x, y, N");
+}
+
+/// [`emulator_agrees_with`], launched as `k(args)`.
+fn emulator_case(
+    file: &str,
+    src: &str,
+    others: &[(&str, &str)],
+    constexprs: &str,
+    dtype: &str,
+    tolerance: (f64, f64),
+    args: &str,
+) {
     support::provision_nvrtc();
     let arch = kwb::compile::Arch::parse("sm_90").unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -100,7 +113,7 @@ fn emulator_agrees_with(
         std::fs::write(p, text).unwrap();
     }
     let yaml = format!(
-        "name: parity\nsizes:\n  - {{name: s, N: 1000}}\nbuffers:\n  x: {{dtype: {dtype}, shape: [N]}}\n  y: {{dtype: {dtype}, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\nversions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{{constexprs}}}\n    num_warps: 2\n    grid: cdiv(N, BLOCK)\n    args: [x, y, N]\n",
+        "name: parity\nsizes:\n  - {{name: s, N: 1000}}\nbuffers:\n  x: {{dtype: {dtype}, shape: [N]}}\n  y: {{dtype: {dtype}, shape: [N], output: true}}\nreference:\n  expr:\n    y: x\nversions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{{constexprs}}}\n    num_warps: 2\n    grid: cdiv(N, BLOCK)\n    args: [{args}]\n",
         dir.path().join(file).display()
     );
     let case = Case {
@@ -485,4 +498,90 @@ fn imported_files_are_dependencies_of_the_version() {
         .collect();
     names.sort();
     assert_eq!(names, ["pkg/consts.py", "pkg/ops/local.py", "pkg/utils.py"]);
+}
+
+// ---- 5. `None` for an optional pointer ----
+
+const OPTIONAL_BIAS: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr, n, b_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if b_ptr is not None:
+        x += tl.load(b_ptr + offs, mask=m) * 10.0
+    if b_ptr is None:
+        x = x - 1.0
+    tl.store(y_ptr + offs, x, mask=m)
+"#;
+
+#[test]
+fn none_for_an_optional_pointer_folds_is_none() {
+    let int = ArgKind::Int {
+        fits_i32: true,
+        divisibility: 1,
+        non_negative: true,
+        one: false,
+    };
+    let f32p = ArgKind::Pointer(DType::F32);
+    let run = |last: ArgKind, bias: bool| {
+        let request = KernelRequest {
+            name: "k".into(),
+            args: vec![f32p.clone(), f32p.clone(), int.clone(), last],
+            constexprs: vec![("BLOCK".into(), ConstValue::Int(64))],
+            num_warps: 1,
+        };
+        let c = kwb::tile::compile(std::path::Path::new("k.py"), OPTIONAL_BIAS, &[request]);
+        assert_eq!(
+            c.kernels.len(),
+            1,
+            "{}",
+            kwb::diag::render_all(&c.diagnostics)
+        );
+        // The `None` parameter is not launched.
+        assert_eq!(c.kernels[0].params.len(), if bias { 4 } else { 3 });
+        let buf = |name: &str, v: f32| InterpBuffer {
+            name: name.into(),
+            dtype: DType::F32,
+            bytes: [v; 4].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        };
+        let mut bufs = vec![buf("x", 2.0), buf("y", 0.0), buf("b", 1.0)];
+        let mut args = vec![
+            InterpArg::Buffer(0),
+            InterpArg::Buffer(1),
+            InterpArg::Int(4),
+        ];
+        if bias {
+            args.push(InterpArg::Buffer(2));
+        }
+        kwb::tile::interp::run(&c.kernels[0], [1, 1, 1], &args, &mut bufs).unwrap();
+        f32::from_le_bytes(bufs[1].bytes[..4].try_into().unwrap())
+    };
+    assert_eq!(run(ArgKind::None, false), 1.0);
+    assert_eq!(run(f32p.clone(), true), 12.0);
+}
+
+#[test]
+fn none_arguments_from_the_workspace_agree_with_the_emulator() {
+    emulator_case(
+        "k.py",
+        OPTIONAL_BIAS,
+        &[],
+        "BLOCK: 64",
+        "f32",
+        (1e-5, 1e-6),
+        "x, y, N, None",
+    );
+    emulator_case(
+        "k.py",
+        OPTIONAL_BIAS,
+        &[],
+        "BLOCK: 64",
+        "f32",
+        (1e-5, 1e-6),
+        "x, y, N, x",
+    );
 }

@@ -77,6 +77,7 @@ pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelReq
                         .map(|b| b.dtype)
                         .ok_or_else(|| format!("no buffer `{name}`"))?,
                 ),
+                Arg::None => ArgKind::None,
                 Arg::Scalar(f) => match f.eval(&env)? {
                     Scalar::Int(i) => ArgKind::Int {
                         fits_i32: i32::try_from(i).is_ok(),

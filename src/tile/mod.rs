@@ -48,6 +48,9 @@ pub enum ArgKind {
     },
     /// A float: `float` in the generated code, as Triton passes Python floats.
     Float,
+    /// `None`: as Triton's JIT does, the parameter is the constant `None` in the kernel
+    /// (`if x_ptr is not None:` folds) and is not passed at launch.
+    None,
 }
 
 /// A constexpr's value.

@@ -280,6 +280,9 @@ pub struct Launch {
 pub enum Arg {
     Buffer(String),
     Scalar(Formula),
+    /// `None` for an optional argument of a tile kernel: Triton specialises it as a constexpr
+    /// `None`, so it is not passed at launch.
+    None,
 }
 
 impl Workspace {

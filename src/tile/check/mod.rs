@@ -237,6 +237,37 @@ fn do_not_specialize(func: &FuncDef, name: &str) -> bool {
     })
 }
 
+/// The type of a launched parameter bound to an argument of `kind`, with the largest power of
+/// two known to divide it and whether it is known non-negative; `None` for a `None` argument.
+fn launched_type(kind: &ArgKind) -> Option<(ir::Type, u64, bool)> {
+    Some(match kind {
+        ArgKind::Pointer(dt) => (
+            ir::Type {
+                elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
+                shape: Vec::new(),
+            },
+            16,
+            true,
+        ),
+        ArgKind::Int {
+            fits_i32,
+            divisibility,
+            non_negative,
+            ..
+        } => (
+            ir::Type::scalar(if *fits_i32 {
+                ir::Scalar::I32
+            } else {
+                ir::Scalar::I64
+            }),
+            *divisibility,
+            *non_negative,
+        ),
+        ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1, false),
+        ArgKind::None => return None,
+    })
+}
+
 impl Ck<'_> {
     /// Binds launch arguments to the non-constexpr parameters in order, and constexprs by name;
     /// returns the launched parameters.
@@ -339,30 +370,10 @@ impl Ck<'_> {
             } else {
                 match args.next() {
                     Some(kind) => {
-                        let (ty, div, non_negative) = match kind {
-                            ArgKind::Pointer(dt) => (
-                                ir::Type {
-                                    elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
-                                    shape: Vec::new(),
-                                },
-                                16,
-                                true,
-                            ),
-                            ArgKind::Int {
-                                fits_i32,
-                                divisibility,
-                                non_negative,
-                                ..
-                            } => (
-                                ir::Type::scalar(if *fits_i32 {
-                                    ir::Scalar::I32
-                                } else {
-                                    ir::Scalar::I64
-                                }),
-                                *divisibility,
-                                *non_negative,
-                            ),
-                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1, false),
+                        let Some((ty, div, non_negative)) = launched_type(kind) else {
+                            // `None`: a constexpr `None`, not passed at launch.
+                            self.env.insert(pname.clone(), Val::None);
+                            continue;
                         };
                         let pinned = !do_not_specialize(func, pname);
                         let (div, non_negative) = if pinned {
