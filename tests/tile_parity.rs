@@ -585,3 +585,184 @@ fn none_arguments_from_the_workspace_agree_with_the_emulator() {
         "x, y, N, x",
     );
 }
+
+// ---- 6. libdevice math ----
+
+const LIBDEVICE: &str = r#"
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr, FN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    u = x * 0.0625  # most of [-1, 1] for the inverse functions
+    if FN == "tan":
+        y = libdevice.tan(u)
+    elif FN == "asin":
+        y = libdevice.asin(u)
+    elif FN == "acos":
+        y = libdevice.acos(u)
+    elif FN == "atan":
+        y = libdevice.atan(x)
+    elif FN == "sinh":
+        y = libdevice.sinh(u)
+    elif FN == "cosh":
+        y = libdevice.cosh(u)
+    elif FN == "asinh":
+        y = libdevice.asinh(x)
+    elif FN == "acosh":
+        y = libdevice.acosh(tl.abs(x) + 1.0)
+    elif FN == "atanh":
+        y = libdevice.atanh(u)
+    elif FN == "erfc":
+        y = libdevice.erfc(u * 4)
+    elif FN == "erfinv":
+        y = libdevice.erfinv(u)
+    elif FN == "log1p":
+        y = libdevice.log1p(tl.abs(u))
+    elif FN == "expm1":
+        y = libdevice.expm1(u)
+    elif FN == "log10":
+        y = libdevice.log10(tl.abs(x) + 0.5)
+    elif FN == "cbrt":
+        y = libdevice.cbrt(x)
+    elif FN == "rint":
+        y = libdevice.rint(x * 2) + libdevice.nearbyint(x * 0.5)
+    elif FN == "round":
+        y = libdevice.round(x * 2)
+    elif FN == "trunc":
+        y = libdevice.trunc(x * 1.5)
+    elif FN == "rcp_rn":
+        y = libdevice.rcp_rn(x + 0.5)
+    elif FN == "pow":
+        y = libdevice.pow(tl.abs(x) + 0.5, u)
+    elif FN == "atan2":
+        y = libdevice.atan2(x, u + 0.25)
+    elif FN == "copysign":
+        y = libdevice.copysign(u, x - 1.0)
+    elif FN == "hypot":
+        y = libdevice.hypot(x, u)
+    elif FN == "fmod":
+        y = libdevice.fmod(x, 1.5)
+    elif FN == "isnan":
+        z = libdevice.sqrt(x)
+        y = tl.where(libdevice.isnan(z), 1.0, 0.0)
+    else:
+        tl.static_assert(FN == "isinf")
+        y = tl.where(libdevice.isinf(1.0 / (x - x)), 1.0, 0.0)
+    tl.store(y_ptr + offs, y, mask=m)
+"#;
+
+/// Each function's value in f64 (the interpreter computes in f64 and rounds to float32).
+fn libdevice_reference(f: &str, x: f64) -> f64 {
+    let x = f64::from(x as f32);
+    let u = x * 0.0625;
+    match f {
+        "tan" => u.tan(),
+        "asin" => u.asin(),
+        "acos" => u.acos(),
+        "atan" => x.atan(),
+        "sinh" => u.sinh(),
+        "cosh" => u.cosh(),
+        "asinh" => x.asinh(),
+        "acosh" => (x.abs() + 1.0).acosh(),
+        "atanh" => u.atanh(),
+        "erfc" => 1.0 - erf_ref(u * 4.0),
+        "erfinv" => f64::NAN, // checked through erf below
+        "log1p" => u.abs().ln_1p(),
+        "expm1" => u.exp_m1(),
+        "log10" => (x.abs() + 0.5).log10(),
+        "cbrt" => x.cbrt(),
+        "rint" => (x * 2.0).round_ties_even() + (x * 0.5).round_ties_even(),
+        "round" => (x * 2.0).round(),
+        "trunc" => (x * 1.5).trunc(),
+        "rcp_rn" => 1.0 / (x + 0.5),
+        "pow" => (x.abs() + 0.5).powf(u),
+        "atan2" => x.atan2(u + 0.25),
+        "copysign" => u.copysign(x - 1.0),
+        "hypot" => x.hypot(u),
+        "fmod" => x % 1.5,
+        "isnan" => f64::from(u8::from(x < 0.0)),
+        _ => 1.0,
+    }
+}
+
+/// erf by its series (enough for |x| <= 4 to 1e-12), for the reference only.
+fn erf_ref(x: f64) -> f64 {
+    let mut term = x;
+    let mut sum = x;
+    for n in 1..200 {
+        term *= -x * x / f64::from(n);
+        sum += term / f64::from(2 * n + 1);
+    }
+    sum * 2.0 / std::f64::consts::PI.sqrt()
+}
+
+const LIBDEVICE_FNS: &[&str] = &[
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv",
+    "log1p", "expm1", "log10", "cbrt", "rint", "round", "trunc", "rcp_rn", "pow", "atan2",
+    "copysign", "hypot", "fmod", "isnan", "isinf",
+];
+
+#[test]
+fn libdevice_functions_in_the_interpreter() {
+    // Quarter steps make ties for rint/round (x * 2 = k + 0.5).
+    let x: Vec<f32> = (0..64).map(|i| i as f32 * 0.25 - 8.0 + 0.0).collect();
+    for f in LIBDEVICE_FNS {
+        let y = interp(
+            "k.py",
+            LIBDEVICE,
+            &[],
+            &[("FN", ConstValue::Str(f.to_string()))],
+            &x,
+        )
+        .unwrap_or_else(|e| panic!("{f}: {e}"));
+        for (a, b) in x.iter().zip(&y) {
+            let b = f64::from(*b);
+            if *f == "erfinv" {
+                let u = f64::from(*a) * 0.0625;
+                assert!((erf_ref(b) - u).abs() < 1e-6, "erfinv({u}) = {b}");
+                continue;
+            }
+            let want = libdevice_reference(f, f64::from(*a));
+            let close = b == want
+                || (b - want).abs() <= 1e-6 * want.abs().max(1e-3)
+                || (b.is_nan() && want.is_nan());
+            assert!(close, "{f}({a}): {b}, want {want}");
+        }
+    }
+}
+
+#[test]
+fn libdevice_functions_agree_with_the_emulator() {
+    let mut failures = Vec::new();
+    // `tanf`'s reduction of large arguments keeps an array in local memory, which the PTX
+    // emulator does not model (it cannot read `__local_depot`): tan is checked on a GPU only.
+    for f in LIBDEVICE_FNS.iter().filter(|f| **f != "tan") {
+        let r = std::panic::catch_unwind(|| {
+            emulator_agrees_with(
+                "k.py",
+                LIBDEVICE,
+                &[],
+                &format!("BLOCK: 128, FN: \"'{f}'\""),
+                "f32",
+                (1e-5, 1e-6),
+            )
+        });
+        if r.is_err() {
+            failures.push(*f);
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+#[test]
+fn libdevice_refuses_dtypes_triton_has_no_version_of() {
+    let src = "import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    x = tl.load(x_ptr).to(tl.float16)\n    tl.store(y_ptr, libdevice.asin(x))\n    tl.store(y_ptr, libdevice.pow(tl.program_id(0), 2))\n";
+    let e = errors(src, &[]);
+    assert!(e.contains("k.py:7:36: error: `libdevice.asin` takes float32 or float64 (Triton's libdevice has no float16 version); convert first, e.g. `x.to(tl.float32)`"), "{e}");
+    assert!(e.contains("k.py:8:21: error: `libdevice.pow` takes float32 or float64 (Triton's libdevice has no int32 version)"), "{e}");
+}

@@ -138,6 +138,12 @@ impl Ck<'_> {
             };
             return self.math1(*op, Self::val(&s, 0), Self::span_of(&s, 0, span));
         }
+        if name.starts_with("ld.") {
+            return match self.libdevice(name, a) {
+                Some(v) => v,
+                None => Val::Poison,
+            };
+        }
         match name {
             "program_id" | "num_programs" => {
                 let Some(s) = self.bind(name, a, &["axis"], 1) else {

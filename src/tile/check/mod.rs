@@ -12,6 +12,7 @@ mod emit;
 mod expr;
 mod fold;
 mod globals;
+mod libdevice;
 mod loops;
 mod memory;
 mod names;

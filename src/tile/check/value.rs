@@ -86,9 +86,10 @@ impl Val {
 
 /// How a built-in is written in messages: `tl.load`, or `range` for Python's.
 pub(super) fn display_builtin(name: &str) -> String {
-    match name.strip_prefix("py.") {
-        Some(py) => py.to_string(),
-        None => format!("tl.{name}"),
+    match (name.strip_prefix("py."), name.strip_prefix("ld.")) {
+        (Some(py), _) => py.to_string(),
+        (_, Some(ld)) => format!("libdevice.{ld}"),
+        _ => format!("tl.{name}"),
     }
 }
 
