@@ -766,3 +766,45 @@ fn libdevice_refuses_dtypes_triton_has_no_version_of() {
     assert!(e.contains("k.py:7:36: error: `libdevice.asin` takes float32 or float64 (Triton's libdevice has no float16 version); convert first, e.g. `x.to(tl.float32)`"), "{e}");
     assert!(e.contains("k.py:8:21: error: `libdevice.pow` takes float32 or float64 (Triton's libdevice has no int32 version)"), "{e}");
 }
+
+#[test]
+fn modules_of_other_files_are_read_through_their_attributes() {
+    let src = r#"
+import triton
+import triton.language as tl
+from .. import utils
+import pkg.consts as C
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, utils.helper(x, C.OFFSET) + utils.SCALE, mask=m)
+"#;
+    let x = xs();
+    let y = interp("pkg/ops/k.py", src, &cross_file_others(), &[], &x).unwrap();
+    for (a, b) in x.iter().zip(&y) {
+        let a = f64::from(*a);
+        let want = a * 2.0 + 0.5 + a.tanh() + 2.0;
+        assert!(
+            (f64::from(*b) - want).abs() < 1e-5 * want.abs().max(1.0),
+            "x = {a}: {b} vs {want}"
+        );
+    }
+    let bad = src.replace("utils.SCALE", "utils.NOPE");
+    let e = interp("pkg/ops/k.py", &bad, &cross_file_others(), &[], &x).unwrap_err();
+    assert!(e.contains("has no top-level `NOPE` kwb can read"), "{e}");
+}
+
+#[test]
+fn a_global_kwb_could_not_lex_is_never_read() {
+    let src = "import triton\nimport triton.language as tl\nS = tl.constexpr(3 $ 4)\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    tl.store(y_ptr, S * 1.0)\n";
+    let e = errors(src, &[]);
+    assert!(
+        e.contains(
+            "`S` is a module-level name bound at line 3 by a statement kwb does not evaluate"
+        ),
+        "{e}"
+    );
+}

@@ -195,6 +195,16 @@ impl Ck<'_> {
                     self.error(span, msg)
                 }
             },
+            Val::Unit(w) => match self.tables[w].get(attr).cloned() {
+                Some(Binding::Value(v)) => v,
+                Some(Binding::Global(u, i)) => self.module_global(attr, u, i, span),
+                Some(Binding::Foreign(_, why)) => self.error(span, why),
+                None => {
+                    let path = self.units[w].path.display().to_string();
+                    let msg = format!("the module {path} has no top-level `{attr}` kwb can read");
+                    self.error(span, msg)
+                }
+            },
             Val::Desc(d) => match attr {
                 "load" => Val::DescMethod(d, "load"),
                 "store" => Val::DescMethod(d, "store"),

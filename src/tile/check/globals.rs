@@ -68,6 +68,7 @@ impl Ck<'_> {
                         Val::DType(_)
                             | Val::PtrType(_)
                             | Val::Module(_)
+                            | Val::Unit(_)
                             | Val::Builtin(_)
                             | Val::Jit(..)
                             | Val::ConstexprMarker

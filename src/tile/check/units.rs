@@ -28,8 +28,11 @@ pub(super) struct Unit {
     /// when one of their functions with errors is called).
     pub parse_errors: Vec<ParseError>,
     /// For each import of `module.imports`: the unit it names, or why there is none (`None`
-    /// for Triton's own modules).
+    /// for Triton's own modules, and for `import x` of a file kwb did not find).
     imports: Vec<Option<Result<usize, String>>>,
+    /// For each import and each name it imports: the unit of the submodule of that name
+    /// (`from . import utils` names `utils.py`), when there is one.
+    submodules: Vec<Vec<Option<usize>>>,
 }
 
 /// What a name of a unit is bound to.
@@ -48,34 +51,54 @@ pub(super) fn load(path: &Path, source: &str) -> Vec<Unit> {
     let mut next = 0;
     while next < units.len() {
         let mut imports = Vec::new();
+        let mut submodules = Vec::new();
+        let from = units[next].path.clone();
         for imp in units[next].module.imports.clone() {
             let triton = imp.level == 0 && imp.module.first().is_some_and(|m| m == "triton");
-            if !imp.from || triton {
+            if triton || (!imp.from && imp.alias.is_none()) {
                 imports.push(None);
+                submodules.push(Vec::new());
                 continue;
             }
-            let found = find_module(&units[next].path, imp.level, &imp.module);
-            imports.push(Some(match found {
-                Err(e) => Err(e),
-                Ok(file) => match units.iter().position(|u| same_file(&u.path, &file)) {
-                    Some(i) => Ok(i),
-                    None if units.len() >= MAX_UNITS => Err(format!(
-                        "more than {MAX_UNITS} files are imported; kwb stops following imports there"
-                    )),
-                    None => match std::fs::read_to_string(&file) {
-                        Ok(text) => {
-                            units.push(unit(file, text));
-                            Ok(units.len() - 1)
-                        }
-                        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
-                    },
-                },
-            }));
+            let found = find_module(&from, imp.level, &imp.module);
+            if !imp.from {
+                // `import pkg.mod as m`: a module object, when kwb finds its file.
+                imports.push(found.ok().map(|f| add(&mut units, f)));
+                submodules.push(Vec::new());
+                continue;
+            }
+            imports.push(Some(found.and_then(|f| add(&mut units, f))));
+            let subs = (imp.names.iter())
+                .map(|(name, _)| {
+                    let mut parts = imp.module.clone();
+                    parts.push(name.clone());
+                    let file = find_module(&from, imp.level, &parts).ok()?;
+                    add(&mut units, file).ok()
+                })
+                .collect();
+            submodules.push(subs);
         }
         units[next].imports = imports;
+        units[next].submodules = submodules;
         next += 1;
     }
     units
+}
+
+/// The unit of `file`, read and parsed the first time.
+fn add(units: &mut Vec<Unit>, file: PathBuf) -> Result<usize, String> {
+    if let Some(i) = units.iter().position(|u| same_file(&u.path, &file)) {
+        return Ok(i);
+    }
+    if units.len() >= MAX_UNITS {
+        return Err(format!(
+            "more than {MAX_UNITS} files are imported; kwb stops following imports there"
+        ));
+    }
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    units.push(unit(file, text));
+    Ok(units.len() - 1)
 }
 
 fn unit(path: PathBuf, source: String) -> Unit {
@@ -87,6 +110,7 @@ fn unit(path: PathBuf, source: String) -> Unit {
         module,
         parse_errors,
         imports: Vec::new(),
+        submodules: Vec::new(),
     }
 }
 
@@ -189,6 +213,10 @@ fn table(
             0 => {
                 let imp = &m.imports[i];
                 if !imp.from {
+                    if let (Some(a), Some(Some(Ok(w)))) = (&imp.alias, unit.imports.get(i)) {
+                        t.insert(a.clone(), Binding::Value(Val::Unit(*w)));
+                        continue;
+                    }
                     let (name, v) = match &imp.alias {
                         Some(a) => (a.clone(), names::resolve_path(&imp.module)),
                         None => match imp.module.first() {
@@ -200,8 +228,25 @@ fn table(
                     continue;
                 }
                 let from = format!("{}{}", ".".repeat(imp.level as usize), imp.module.join("."));
-                for (name, alias) in &imp.names {
+                for (k, (name, alias)) in imp.names.iter().enumerate() {
                     let bound = alias.clone().unwrap_or_else(|| name.clone());
+                    let sub = unit
+                        .submodules
+                        .get(i)
+                        .and_then(|s| s.get(k))
+                        .copied()
+                        .flatten();
+                    let defined = match unit.imports.get(i) {
+                        Some(Some(Ok(v))) if !visiting.contains(v) => {
+                            table(units, *v, memo, visiting).contains_key(name)
+                        }
+                        _ => false,
+                    };
+                    if let (Some(w), false) = (sub, defined) {
+                        // `from . import utils`: the module `utils.py` itself.
+                        t.insert(bound, Binding::Value(Val::Unit(w)));
+                        continue;
+                    }
                     let b = match unit.imports.get(i).cloned().flatten() {
                         None => {
                             let mut path = imp.module.clone();

@@ -29,6 +29,8 @@ pub(super) enum Val {
     Builtin(&'static str),
     /// A method bound to a runtime value (`x.to`, `x.sum`).
     Method(VarId, &'static str),
+    /// Another file imported as a module (`from . import utils`), by unit (`units.rs`).
+    Unit(usize),
     /// A tensor descriptor (`tl.make_tensor_descriptor`), by index (`descriptor.rs`).
     Desc(usize),
     /// A descriptor's method (`desc.load`).
@@ -61,6 +63,7 @@ impl Val {
             Val::Var(_) => "a runtime value".to_string(),
             Val::Tuple(_) => "a tuple".to_string(),
             Val::Module(m) => format!("the module `{m}`"),
+            Val::Unit(_) => "a module of another file".to_string(),
             Val::Builtin(b) => format!("the function `{}`", display_builtin(b)),
             Val::Method(_, m) | Val::DescMethod(_, m) => format!("the method `.{m}`"),
             Val::Desc(_) => "a tensor descriptor".to_string(),

@@ -69,7 +69,9 @@ impl Parser<'_> {
                         _ => {}
                     }
                 }
-                self.regions.push(first.to(self.prev_span()));
+                if self.kind == FileKind::Tile {
+                    self.regions.push(first.to(self.prev_span()));
+                }
             }
             Err(Recover) => {
                 if self.kind == FileKind::Python {

@@ -58,7 +58,18 @@ pub fn parse(source: &str, kind: FileKind) -> (Module, Vec<ParseError>) {
         regions: Vec::new(),
         nest: 0,
     };
-    let module = p.module();
+    let mut module = p.module();
+    if kind == FileKind::Python {
+        // A top-level assignment of a `.py` module is host code until a kernel reads it: its
+        // lexical errors are not reported, but kwb never reads a value it could not lex.
+        for g in &mut module.globals {
+            if (lex_errors.iter())
+                .any(|e| e.span.start >= g.span.start && e.span.start < g.span.end)
+            {
+                g.def = ast::GlobalDef::Opaque;
+            }
+        }
+    }
     let mut errors: Vec<ParseError> = lex_errors
         .into_iter()
         .filter(|e| {
