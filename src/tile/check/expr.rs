@@ -221,6 +221,15 @@ impl Ck<'_> {
                     Elem::Scalar(s) => Val::DType(s),
                     Elem::Ptr(s) => Val::PtrType(s),
                 },
+                // A scalar's type is its dtype; a tile's (a block type) is not supported.
+                "type" if !self.ty(x).is_tile() => match self.ty(x).elem {
+                    Elem::Scalar(s) => Val::DType(s),
+                    Elem::Ptr(s) => Val::PtrType(s),
+                },
+                "type" => self.error(
+                    span,
+                    "`.type` of a tile (a block type) is not supported; use `.dtype`",
+                ),
                 "shape" => Val::Tuple(
                     self.ty(x)
                         .shape
