@@ -500,6 +500,51 @@ fn imported_files_are_dependencies_of_the_version() {
     assert_eq!(names, ["pkg/consts.py", "pkg/ops/local.py", "pkg/utils.py"]);
 }
 
+// ---- 4. Pointer dtypes ----
+
+const POINTER_DTYPES: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(x_ptr.dtype == tl.pointer_type(y_ptr.dtype.element_ty))
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    p = x_ptr.to(tl.pointer_type(x_ptr.dtype.element_ty))
+    x = tl.load(p + offs, mask=m).to(tl.float32)
+    acc = tl.zeros((BLOCK,), dtype=x_ptr.type.element_ty)
+    if y_ptr.dtype.element_ty == tl.float16:
+        acc += 1
+    y = (x * 3.0 + acc).to(y_ptr.dtype.element_ty)
+    tl.store(y_ptr + offs, y, mask=m)
+"#;
+
+#[test]
+fn pointer_dtypes_read_and_compare() {
+    let x = xs();
+    let y = interp("k.py", POINTER_DTYPES, &[], &[], &x).unwrap();
+    assert_eq!(y[5], x[5] * 3.0);
+    emulator_agrees("k.py", POINTER_DTYPES, &[], "BLOCK: 64");
+    emulator_agrees_with(
+        "k.py",
+        POINTER_DTYPES,
+        &[],
+        "BLOCK: 64",
+        "f16",
+        (1e-3, 1e-3),
+    );
+    let src = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    p = x_ptr.to(tl.pointer_type(tl.float16))\n    tl.store(p, 1.0)\n";
+    let e = errors(src, &[]);
+    let tile_type = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    p = x_ptr + tl.arange(0, BLOCK)\n    tl.store(p, tl.zeros((BLOCK,), dtype=p.type.element_ty))\n";
+    let t = errors(tile_type, &[]);
+    assert!(
+        t.contains("`.type` of a tile (a block type) is not supported"),
+        "{t}"
+    );
+    assert!(e.contains("k.py:5:18: error: casting a pointer<float32> to `tl.pointer_type(tl.float16)` reinterprets memory as another dtype, which kwb does not support"), "{e}");
+}
+
 // ---- 5. `None` for an optional pointer ----
 
 const OPTIONAL_BIAS: &str = r#"
