@@ -341,7 +341,7 @@ fn bare_tile_settings(
     constexprs: &[String],
     num_warps: Option<u32>,
 ) -> Result<(), String> {
-    use kwb::workspace::Formula;
+    use kwb::workspace::{Constexpr, Formula};
     let bare_tile = ws.versions.len() == 1
         && ws.versions[0].launches.is_empty()
         && ws.versions[0].kind.is_tile();
@@ -356,7 +356,7 @@ fn bare_tile_settings(
         let (name, value) = c
             .split_once('=')
             .ok_or_else(|| format!("--constexpr {c}: expected NAME=VALUE, e.g. BLOCK=1024"))?;
-        let f = Formula::parse(value.trim()).map_err(|e| format!("--constexpr {c}: {e}"))?;
+        let f = Constexpr::parse(value).map_err(|e| format!("--constexpr {c}: {e}"))?;
         v.constexprs.push((name.trim().to_string(), f));
     }
     if let Some(n) = num_warps {

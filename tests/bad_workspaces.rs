@@ -169,3 +169,13 @@ fn a_kernel_file_where_a_workspace_goes_is_named_as_such() {
     assert!(msg.contains("this is not a workspace"), "{msg}");
     assert!(!msg.contains("kwb inspect"), "{msg}");
 }
+
+#[test]
+fn bad_constexpr_values() {
+    check("bad_constexpr_values");
+}
+
+#[test]
+fn none_arg_to_cuda() {
+    check("none_arg_to_cuda");
+}

@@ -76,7 +76,7 @@ fn two_axes_expand_in_axis_order_with_the_values_put_in() {
     );
     let v = &ws.versions[3];
     assert_eq!(v.num_warps.as_ref().unwrap().text, "8");
-    assert_eq!(v.constexprs[0].1.text, "2048");
+    assert_eq!(v.constexprs[0].1.formula().unwrap().text, "2048");
     assert_eq!(v.field, "versions.s");
     assert_eq!(v.family(), "s");
     let point = v.sweep.as_ref().unwrap();

@@ -8,7 +8,7 @@ use super::pipeline::{CompiledVersion, Compiler};
 use crate::diag::Diagnostic;
 use crate::expr::Scalar;
 use crate::tile::{self, ArgKind, ConstValue, KernelRequest};
-use crate::workspace::{Arg, ProblemSize, SizeEnv, Version, Workspace};
+use crate::workspace::{Arg, Constexpr, ProblemSize, SizeEnv, Version, Workspace};
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,11 +32,19 @@ fn specialization(v: &Version, size: Option<&ProblemSize>) -> Result<Specializat
     let size = size.unwrap_or(&empty);
     let vars = v.vars_at(size)?;
     let mut constexprs = Vec::new();
-    for (name, f) in &v.constexprs {
-        let value = match f.eval(&SizeEnv::vars(&size.vars))? {
-            Scalar::Int(i) => ConstValue::Int(i),
-            Scalar::Float(x) => ConstValue::Float(x),
-            Scalar::Bool(b) => ConstValue::Bool(b),
+    for (name, c) in &v.constexprs {
+        let value = match c {
+            Constexpr::Formula(f) => match f.eval(&SizeEnv::vars(&size.vars))? {
+                Scalar::Int(i) => ConstValue::Int(i),
+                Scalar::Float(x) => ConstValue::Float(x),
+                Scalar::Bool(b) => ConstValue::Bool(b),
+            },
+            Constexpr::Str(s) => ConstValue::Str(s.clone()),
+            Constexpr::DType(d) => ConstValue::DType(
+                tile::ir::Scalar::from_triton_name(d)
+                    .ok_or_else(|| format!("`tl.{d}` is not a dtype kwb knows"))?,
+            ),
+            Constexpr::None => ConstValue::None,
         };
         constexprs.push((name.clone(), value));
     }
@@ -69,6 +77,7 @@ pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelReq
                         .map(|b| b.dtype)
                         .ok_or_else(|| format!("no buffer `{name}`"))?,
                 ),
+                Arg::None => ArgKind::None,
                 Arg::Scalar(f) => match f.eval(&env)? {
                     Scalar::Int(i) => ArgKind::Int {
                         fits_i32: i32::try_from(i).is_ok(),
@@ -198,7 +207,10 @@ impl Compiler {
             tile::Target::sm(self.arch.sm()).with_persistent(v.persistent),
         );
         out.diagnostics.extend(tiled.diagnostics);
+        // Imported helper files: watched like a CUDA version's headers.
+        let imports = tiled.imports;
         if out.diagnostics.iter().any(Diagnostic::is_error) || tiled.cuda.is_empty() {
+            out.includes = imports;
             return out;
         }
         out.tile_kernels = tiled.kernels;
@@ -214,6 +226,7 @@ impl Compiler {
         let cuda: Arc<str> = Arc::from(tiled.cuda);
         out.generated = Some(cuda.clone());
         self.compile_cuda(ws, v, &cuda, &[], &mut out);
+        out.includes.extend(imports);
         out
     }
 }

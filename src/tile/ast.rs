@@ -223,6 +223,8 @@ pub struct FuncDef {
 /// `import a.b as c` (`names` empty) or `from a.b import x as y, z`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Import {
+    /// `from ..pkg import x`: the number of leading dots (0 for an absolute import).
+    pub level: u32,
     pub module: Vec<String>,
     /// `import a.b as c`: the alias `c`.
     pub alias: Option<String>,
@@ -232,9 +234,31 @@ pub struct Import {
     pub span: Span,
 }
 
-/// A parsed file: its kernels (every `@triton.jit` top-level function) and imports.
+/// A name bound at the top level of a file, other than by `def` or `import`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Global {
+    pub name: Ident,
+    pub def: GlobalDef,
+    /// The whole statement.
+    pub span: Span,
+}
+
+/// How a top-level name is bound.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GlobalDef {
+    /// `NAME = value` or `NAME: ann = value`; `constexpr_ann`: the annotation is
+    /// `tl.constexpr`.
+    Assign { value: Expr, constexpr_ann: bool },
+    /// Bound by a statement kwb does not evaluate (an augmented assignment, a tuple target, an
+    /// expression it cannot parse, or an assignment inside an `if`/`for`/`try`/`with` block).
+    Opaque,
+}
+
+/// A parsed file: its kernels (every `@triton.jit` top-level function), imports and
+/// top-level names (in source order; the last binding of a name is the one kernels see).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Module {
     pub funcs: Vec<FuncDef>,
     pub imports: Vec<Import>,
+    pub globals: Vec<Global>,
 }

@@ -48,6 +48,9 @@ pub enum ArgKind {
     },
     /// A float: `float` in the generated code, as Triton passes Python floats.
     Float,
+    /// `None`: as Triton's JIT does, the parameter is the constant `None` in the kernel
+    /// (`if x_ptr is not None:` folds) and is not passed at launch.
+    None,
 }
 
 /// A constexpr's value.
@@ -56,6 +59,26 @@ pub enum ConstValue {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// A Python string (`ACTIVATION="leaky_relu"`).
+    Str(String),
+    /// A Triton dtype (`X_dtype=tl.bfloat16`).
+    DType(ir::Scalar),
+    /// `None` (an optional feature turned off).
+    None,
+}
+
+impl ConstValue {
+    /// The value as Python writes it: `3`, `1.5`, `True`, `'gelu'`, `tl.bfloat16`, `None`.
+    pub fn python(&self) -> String {
+        match self {
+            ConstValue::Int(i) => i.to_string(),
+            ConstValue::Float(f) => format!("{f:?}"),
+            ConstValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+            ConstValue::Str(s) => format!("{s:?}"),
+            ConstValue::DType(d) => format!("tl.{}", d.triton_name()),
+            ConstValue::None => "None".to_string(),
+        }
+    }
 }
 
 /// One kernel to compile, specialised as Triton's JIT does it.
@@ -85,6 +108,8 @@ pub struct Compiled {
     /// Kernel name → the tensor maps its launch passes after its arguments (TMA copies of
     /// descriptor loads, `cuda/tma.rs`), in parameter order.
     pub tensor_maps: Vec<(String, Vec<TensorMapParam>)>,
+    /// The other files the source imports helpers from: a change to one changes the kernels.
+    pub imports: Vec<std::path::PathBuf>,
 }
 
 /// A kernel's extra `CUtensorMap` parameter (a `__grid_constant__` of 128 bytes): what the
@@ -157,9 +182,10 @@ pub fn compile_for(
     requests: &[KernelRequest],
     target: Target,
 ) -> Compiled {
-    let (kernels, diagnostics) = check::check(path, source, requests);
+    let (kernels, diagnostics, imports) = check::check_with_imports(path, source, requests);
     if diagnostics.iter().any(Diagnostic::is_error) {
         return Compiled {
+            imports,
             cuda: String::new(),
             kernels: Vec::new(),
             diagnostics,
@@ -179,6 +205,7 @@ pub fn compile_for(
         dynamic_shared: written.dynamic_shared,
         arch_specific: written.arch_specific,
         tensor_maps: written.tensor_maps,
+        imports,
         kernels: kernels.into_iter().map(Arc::new).collect(),
         diagnostics,
     }

@@ -126,8 +126,9 @@ pub struct Version {
     /// as the GPU keeps resident at once, each CTA looping over programs, so that the next
     /// program's first loads overlap the last one's epilogue (docs/tile-language.md).
     pub persistent: bool,
-    /// Tile versions: `tl.constexpr` values, expressions over the size variables.
-    pub constexprs: Vec<(String, Formula)>,
+    /// Tile versions: `tl.constexpr` values: expressions over the size variables, or a
+    /// string, dtype or `None`.
+    pub constexprs: Vec<(String, Constexpr)>,
     /// NVRTC options, workspace-wide ones first.
     pub options: Vec<String>,
     /// `#define`s passed as `-D NAME=VALUE`, workspace-wide ones first.
@@ -143,6 +144,80 @@ pub struct Version {
     pub field: String,
     /// A configuration of a swept version: which one, and its values.
     pub sweep: Option<SweepPoint>,
+}
+
+/// A tile version's value for one `tl.constexpr` parameter, as the workspace gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constexpr {
+    /// A number or bool: an expression over the size variables (`BLOCK: next_pow2(N)`).
+    Formula(Formula),
+    /// A string, written as a Python literal inside the YAML string: `ACT: "'leaky_relu'"`.
+    Str(String),
+    /// A Triton dtype, by its `tl.` name without the prefix: `X_dtype: tl.bfloat16` holds
+    /// `bfloat16`.
+    DType(String),
+    /// `None`.
+    None,
+}
+
+/// The dtypes a constexpr may name as `tl.<name>`.
+pub const TRITON_DTYPES: &[&str] = &[
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "bfloat16", "float32", "float64",
+];
+
+impl Constexpr {
+    /// Reads a constexpr's text: `'text'`/`"text"` (a string), `tl.<dtype>`, `None`, else an
+    /// expression. Err says what is wrong.
+    pub fn parse(text: &str) -> Result<Constexpr, String> {
+        match Constexpr::symbolic(text) {
+            Some(r) => r,
+            None => Formula::parse(text.trim())
+                .map(Constexpr::Formula)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// A string, dtype or `None` (`None` for the text of an expression).
+    pub fn symbolic(text: &str) -> Option<Result<Constexpr, String>> {
+        let t = text.trim();
+        if t == "None" {
+            return Some(Ok(Constexpr::None));
+        }
+        for q in ['\'', '"'] {
+            if let Some(rest) = t.strip_prefix(q) {
+                return Some(match rest.strip_suffix(q) {
+                    Some(inner) if !inner.contains(q) && !inner.contains('\\') => {
+                        Ok(Constexpr::Str(inner.to_string()))
+                    }
+                    _ => Err(format!(
+                        "`{t}`: a string constexpr is one Python literal with no escapes, such as 'leaky_relu'"
+                    )),
+                });
+            }
+        }
+        let dotted = t
+            .strip_prefix("tl.")
+            .or_else(|| t.strip_prefix("triton.language."));
+        if let Some(name) = dotted {
+            return Some(match TRITON_DTYPES.iter().find(|d| **d == name) {
+                Some(d) => Ok(Constexpr::DType(d.to_string())),
+                None => Err(format!(
+                    "`{t}` is not a Triton dtype; expected one of tl.{}",
+                    TRITON_DTYPES.join(", tl.")
+                )),
+            });
+        }
+        None
+    }
+
+    /// The expression, for a number or bool.
+    pub fn formula(&self) -> Option<&Formula> {
+        match self {
+            Constexpr::Formula(f) => Some(f),
+            _ => None,
+        }
+    }
 }
 
 impl Version {
@@ -162,7 +237,8 @@ impl Version {
     pub fn vars_at(&self, size: &ProblemSize) -> Result<Vec<(String, i64)>, String> {
         let mut vars = size.vars.clone();
         let env_vars = size.vars.clone();
-        for (name, f) in &self.constexprs {
+        for (name, c) in &self.constexprs {
+            let Some(f) = c.formula() else { continue };
             if let Ok(crate::expr::Scalar::Int(v)) = f.eval(&SizeEnv::vars(&env_vars)) {
                 vars.push((name.clone(), v));
             }
@@ -206,6 +282,9 @@ pub struct Launch {
 pub enum Arg {
     Buffer(String),
     Scalar(Formula),
+    /// `None` for an optional argument of a tile kernel: Triton specialises it as a constexpr
+    /// `None`, so it is not passed at launch.
+    None,
 }
 
 impl Workspace {

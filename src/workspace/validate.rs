@@ -487,7 +487,11 @@ impl Validator<'_> {
         let kind = SourceKind::of(&file);
         let tile = self.tile_fields(&field, rv, kind, vars);
         let mut launch_vars = vars.to_vec();
-        launch_vars.extend(tile.constexprs.iter().map(|(n, _)| n.as_str()));
+        launch_vars.extend(
+            (tile.constexprs.iter())
+                .filter(|(_, c)| c.formula().is_some())
+                .map(|(n, _)| n.as_str()),
+        );
         if tile.num_warps.is_some() {
             launch_vars.push("num_warps");
         }
@@ -550,6 +554,18 @@ impl Validator<'_> {
             .collect();
         let mut launches = Vec::new();
         for (lf, rl) in raw_launches {
+            let nones: Vec<usize> = (rl.args.iter().enumerate())
+                .filter(|(_, a)| a.0.trim() == "None")
+                .map(|(i, _)| i)
+                .collect();
+            if !kind.is_tile() {
+                for i in nones {
+                    self.err::<()>(
+                        &format!("{lf}.args[{i}]"),
+                        "`None` is an argument of tile-language kernels only (Triton specialises it away); a CUDA kernel takes every argument".into(),
+                    );
+                }
+            }
             if let Some(l) = self.launch(&lf, rl, vars, &buffer_names) {
                 launches.push(l);
             }
@@ -608,6 +624,8 @@ impl Validator<'_> {
             let af = format!("{field}.args[{i}]");
             if buffers.contains(&a.0.trim()) {
                 args.push(Arg::Buffer(a.0.trim().to_string()));
+            } else if a.0.trim() == "None" {
+                args.push(Arg::None);
             } else {
                 let mut known = vars.to_vec();
                 known.extend_from_slice(buffers);

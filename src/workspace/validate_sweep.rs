@@ -236,6 +236,12 @@ impl Validator<'_> {
 /// Checks one value of a non-define axis: an expression over the size variables; for
 /// `num_warps`, a constant power of two from 1 to 32.
 fn sweep_value(text: &str, kind: AxisKind, vars: &[&str]) -> Result<(), String> {
+    if kind == AxisKind::Constexpr {
+        // A string, dtype or `None` (docs/workspace.md).
+        if let Some(r) = super::super::Constexpr::symbolic(text) {
+            return r.map(|_| ());
+        }
+    }
     {
         let f = Formula::parse(text).map_err(|e| format!("bad expression: {e}"))?;
         let unknown: Vec<String> = f

@@ -5,14 +5,14 @@
 
 use super::super::formula::{Formula, SizeEnv};
 use super::super::raw::{Dim, Lit, RawVersion};
-use super::super::SourceKind;
+use super::super::{Constexpr, SourceKind};
 use super::{is_identifier, Validator};
 
 /// A tile version's extra fields, checked. Empty for CUDA versions.
 pub(super) struct TileFields {
     pub num_warps: Option<Formula>,
     pub persistent: bool,
-    pub constexprs: Vec<(String, Formula)>,
+    pub constexprs: Vec<(String, Constexpr)>,
 }
 
 impl TileFields {
@@ -64,8 +64,16 @@ impl Validator<'_> {
                 self.err::<()>(&f, format!("`{name}` is not a parameter name"));
                 continue;
             }
-            if let Some(formula) = self.formula(&f, lit, vars) {
-                constexprs.push((name.clone(), formula));
+            match Constexpr::symbolic(&lit.0) {
+                None => {
+                    if let Some(formula) = self.formula(&f, lit, vars) {
+                        constexprs.push((name.clone(), Constexpr::Formula(formula)));
+                    }
+                }
+                Some(Ok(other)) => constexprs.push((name.clone(), other)),
+                Some(Err(e)) => {
+                    self.err::<()>(&f, e);
+                }
             }
         }
         let default = Lit("4".into());
@@ -74,7 +82,8 @@ impl Validator<'_> {
         nw_vars.extend(
             constexprs
                 .iter()
-                .map(|(n, _): &(String, Formula)| n.as_str()),
+                .filter(|(_, c)| c.formula().is_some())
+                .map(|(n, _): &(String, Constexpr)| n.as_str()),
         );
         let num_warps = self.formula(
             &nw_field,

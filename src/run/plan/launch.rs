@@ -212,19 +212,25 @@ pub(super) fn plan_launch(
     let maps = compiled.tile_tensor_maps(&launch.entry);
     let extra = usize::from(programs.is_some()) + maps.len();
     let params = &params[..params.len().saturating_sub(extra)];
-    if launch.args.len() != params.len() {
+    // A `None` argument of a tile kernel is specialised away: the kernel has no parameter
+    // for it (the workspace refuses `None` for CUDA versions).
+    let given: Vec<&Arg> = (launch.args.iter())
+        .filter(|a| !matches!(a, Arg::None))
+        .collect();
+    if given.len() != params.len() {
         return Err(LaunchProblem::ArgCount {
-            given: launch.args.len(),
+            given: given.len(),
             params: params.to_vec(),
         });
     }
-    let args = (launch.args.iter().zip(params).enumerate())
+    let args = (given.into_iter().zip(params).enumerate())
         .map(|(index, (arg, param))| {
             bind_arg(version, arg, param, env).map_err(|problem| LaunchProblem::Arg {
                 index,
                 arg: match arg {
                     Arg::Buffer(b) => b.clone(),
                     Arg::Scalar(f) => f.text.clone(),
+                    Arg::None => "None".into(),
                 },
                 param: param.clone(),
                 problem,
@@ -317,6 +323,7 @@ fn bind_arg(
         Arg::Buffer(_) if !param.ty.holds_pointer() => return Err(ArgProblem::BufferNeedsPointer),
         Arg::Buffer(name) => return Ok(ArgSpec::Buffer(name.clone())),
         Arg::Scalar(f) => f,
+        Arg::None => return Err(ArgProblem::Unsupported("`None`")),
     };
     let v = f.eval(env).map_err(ArgProblem::Eval)?;
     let range = |range| ArgProblem::OutOfRange {

@@ -111,7 +111,7 @@ impl Ck<'_> {
                 // which Triton (and kwb) make a runtime value.
                 let is_param = |ck: &Self, x: crate::tile::ir::VarId| {
                     let name = ck.vars[x.0 as usize].name.as_deref();
-                    ck.module.funcs[ck.kernel]
+                    ck.units[0].module.funcs[ck.kernel]
                         .params
                         .iter()
                         .any(|p| Some(p.name.name.as_str()) == name)
@@ -137,6 +137,12 @@ impl Ck<'_> {
                 return Val::Poison;
             };
             return self.math1(*op, Self::val(&s, 0), Self::span_of(&s, 0, span));
+        }
+        if name.starts_with("ld.") {
+            return match self.libdevice(name, a) {
+                Some(v) => v,
+                None => Val::Poison,
+            };
         }
         match name {
             "program_id" | "num_programs" => {
@@ -255,6 +261,9 @@ impl Ck<'_> {
                         "`bitcast=True` is not supported",
                     );
                 }
+                if let Val::PtrType(d) = Self::val(&s, 1) {
+                    return self.pointer_cast(Self::val(&s, 0), d, Self::span_of(&s, 1, span));
+                }
                 let Val::DType(d) = Self::val(&s, 1) else {
                     let msg = format!(
                         "`.to` needs a dtype such as `tl.float32`, found {}",
@@ -263,6 +272,28 @@ impl Ck<'_> {
                     return self.error(Self::span_of(&s, 1, span), msg);
                 };
                 self.convert(Self::val(&s, 0), d, Self::span_of(&s, 0, span))
+            }
+            "pointer_type" => {
+                let Some(s) = self.bind(name, a, &["element_ty", "address_space", "const"], 1)
+                else {
+                    return Val::Poison;
+                };
+                if !matches!(Self::val(&s, 1), Val::None | Val::Int(1)) {
+                    return self.error(
+                        Self::span_of(&s, 1, span),
+                        "only global pointers (`address_space=1`) are supported",
+                    );
+                }
+                match Self::val(&s, 0) {
+                    Val::DType(d) => Val::PtrType(d),
+                    other => {
+                        let msg = format!(
+                            "`tl.pointer_type` needs a dtype such as `tl.float16`, found {}",
+                            self.show(&other)
+                        );
+                        self.error(Self::span_of(&s, 0, span), msg)
+                    }
+                }
             }
             "static_assert" | "device_assert" => {
                 let Some(s) = self.bind(name, a, &["cond", "msg", "mask"], 1) else {

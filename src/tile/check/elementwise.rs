@@ -183,6 +183,31 @@ impl Ck<'_> {
         ))
     }
 
+    /// `p.to(tl.pointer_type(d))`: a pointer to `d` stays as it is; a pointer to another dtype
+    /// (a reinterpretation of memory) and a number made a pointer are refused.
+    pub fn pointer_cast(&mut self, x: Val, d: Scalar, span: Span) -> Val {
+        match &x {
+            Val::Poison => Val::Poison,
+            Val::Var(v) if self.ty(*v).elem == Elem::Ptr(d) => x,
+            Val::Var(v) if matches!(self.ty(*v).elem, Elem::Ptr(_)) => {
+                let msg = format!(
+                    "casting {} to `tl.pointer_type(tl.{})` reinterprets memory as another dtype, which kwb does not support",
+                    super::emit::a_type(self.ty(*v)),
+                    d.triton_name()
+                );
+                self.error(span, msg)
+            }
+            other => {
+                let msg = format!(
+                    "cannot convert {} to a pointer (`tl.pointer_type(tl.{})`)",
+                    self.show(other),
+                    d.triton_name()
+                );
+                self.error(span, msg)
+            }
+        }
+    }
+
     /// `x.to(dtype)`: a compile-time number becomes a runtime scalar of that dtype.
     pub fn convert(&mut self, x: Val, d: Scalar, span: Span) -> Val {
         match &x {

@@ -2,6 +2,7 @@
 //! variables, statements at the current source position, and the conversions that make
 //! operands agree (casts to a dtype, splats and broadcasts to a shape).
 
+use super::units::{Binding, Unit};
 use super::value::{default_dtype, show_shape, show_type, Operand, Val};
 use crate::diag::Severity;
 use crate::tile::ast::Module;
@@ -12,6 +13,8 @@ use std::collections::HashMap;
 /// A problem found while checking, located by span (converted to a diagnostic at the edge).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Finding {
+    /// The file (`units.rs`): 0 is the kernel's.
+    pub unit: usize,
     pub severity: Severity,
     pub span: Span,
     pub message: String,
@@ -19,6 +22,8 @@ pub(super) struct Finding {
 
 /// A `@triton.jit` helper being inlined.
 pub(super) struct Frame {
+    /// The helper's file and its index among that file's functions.
+    pub unit: usize,
     pub func: usize,
     /// The runtime nesting (`if`/loops) at the call: a `return` must be at this depth.
     pub depth: u32,
@@ -37,8 +42,11 @@ pub(super) struct Ck<'a> {
     /// The source position of the statement being checked.
     pub loc: Loc,
     pub env: HashMap<String, Val>,
-    /// Names visible everywhere: imports and the file's `@triton.jit` functions.
-    pub globals: HashMap<String, Val>,
+    /// Every file taking part (`units.rs`), each file's top-level names, and the file whose
+    /// code is being checked (`src`, `module` and `lines` are its).
+    pub units: &'a [Unit],
+    pub tables: Vec<HashMap<String, Binding>>,
+    pub unit: usize,
     /// Names that cannot be used here, and why (assigned in one branch only, …).
     pub gone: HashMap<String, String>,
     /// The current block has ended (a `return`): the statements after it are not checked.
@@ -53,20 +61,29 @@ pub(super) struct Ck<'a> {
     pub desc_loads: Vec<ir::DescLoad>,
     /// Which statements were checked and which left out on purpose (`reached.rs`).
     pub reached: super::reached::Reached,
+    /// Module-level values once read, by unit and index in its `module.globals`
+    /// (`globals.rs`).
+    pub global_cache: HashMap<(usize, usize), Val>,
+    /// The module-level values being evaluated (a cycle is an error).
+    pub evaluating_globals: Vec<(usize, usize)>,
+    /// A parameter's default value is being evaluated: as in Triton, any global may be read.
+    pub in_default: bool,
 }
 
 impl<'a> Ck<'a> {
-    pub fn new(src: &'a str, module: &'a Module, lines: &'a LineIndex, kernel: usize) -> Self {
+    pub fn new(units: &'a [Unit], tables: Vec<HashMap<String, Binding>>, kernel: usize) -> Self {
         Ck {
-            src,
-            module,
-            lines,
+            src: &units[0].source,
+            module: &units[0].module,
+            lines: &units[0].lines,
+            units,
+            tables,
+            unit: 0,
             findings: Vec::new(),
             vars: Vec::new(),
             blocks: vec![Vec::new()],
             loc: Loc::default(),
             env: HashMap::new(),
-            globals: HashMap::new(),
             gone: HashMap::new(),
             stop: false,
             depth: 0,
@@ -75,11 +92,15 @@ impl<'a> Ck<'a> {
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
             reached: Default::default(),
+            global_cache: HashMap::new(),
+            evaluating_globals: Vec::new(),
+            in_default: false,
         }
     }
 
     pub fn error(&mut self, span: Span, message: impl Into<String>) -> Val {
         self.findings.push(Finding {
+            unit: self.unit,
             severity: Severity::Error,
             span,
             message: message.into(),
@@ -89,10 +110,22 @@ impl<'a> Ck<'a> {
 
     pub fn warning(&mut self, span: Span, message: impl Into<String>) {
         self.findings.push(Finding {
+            unit: self.unit,
             severity: Severity::Warning,
             span,
             message: message.into(),
         });
+    }
+
+    /// Makes unit `u` the one whose code is checked; returns the one it was.
+    pub fn enter_unit(&mut self, u: usize) -> usize {
+        let prev = self.unit;
+        let unit = &self.units[u];
+        self.unit = u;
+        self.src = &unit.source;
+        self.module = &unit.module;
+        self.lines = &unit.lines;
+        prev
     }
 
     /// The source text of a span (for messages that quote what the user wrote).

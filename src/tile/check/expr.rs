@@ -4,6 +4,7 @@
 
 use super::emit::Ck;
 use super::names;
+use super::units::Binding;
 use super::value::{show_type, Val};
 use crate::tile::ast::{BoolOp, Expr, ExprKind, Index};
 use crate::tile::ir::{Elem, Op, Type};
@@ -151,14 +152,20 @@ impl Ck<'_> {
             let msg = why.clone();
             return self.error(span, msg);
         }
-        if let Some(v) = self.globals.get(name) {
-            return v.clone();
+        match self.tables[self.unit].get(name).cloned() {
+            Some(Binding::Global(u, i)) => return self.module_global(name, u, i, span),
+            Some(Binding::Foreign(at, why)) => {
+                let line = self.lines.loc(self.src, span.start).line;
+                return self.error(at, format!("{why} (used at line {line})"));
+            }
+            Some(Binding::Value(v)) => return v,
+            None => {}
         }
         if let Some(b) = names::python_builtin(name) {
             return b;
         }
         let mut known: Vec<&str> = self.env.keys().map(String::as_str).collect();
-        known.extend(self.globals.keys().map(String::as_str));
+        known.extend(self.tables[self.unit].keys().map(String::as_str));
         known.extend(names::PYTHON_BUILTINS.iter().map(|(n, _)| *n));
         let msg = match names::suggest(name, known) {
             Some(s) => format!("unknown name `{name}`; did you mean `{s}`?"),
@@ -188,6 +195,16 @@ impl Ck<'_> {
                     self.error(span, msg)
                 }
             },
+            Val::Unit(w) => match self.tables[w].get(attr).cloned() {
+                Some(Binding::Value(v)) => v,
+                Some(Binding::Global(u, i)) => self.module_global(attr, u, i, span),
+                Some(Binding::Foreign(_, why)) => self.error(span, why),
+                None => {
+                    let path = self.units[w].path.display().to_string();
+                    let msg = format!("the module {path} has no top-level `{attr}` kwb can read");
+                    self.error(span, msg)
+                }
+            },
             Val::Desc(d) => match attr {
                 "load" => Val::DescMethod(d, "load"),
                 "store" => Val::DescMethod(d, "store"),
@@ -202,8 +219,17 @@ impl Ck<'_> {
                 "T" => self.permute(x, None, span),
                 "dtype" => match self.ty(x).elem {
                     Elem::Scalar(s) => Val::DType(s),
-                    Elem::Ptr(_) => self.error(span, "`.dtype` of a pointer is not supported"),
+                    Elem::Ptr(s) => Val::PtrType(s),
                 },
+                // A scalar's type is its dtype; a tile's (a block type) is not supported.
+                "type" if !self.ty(x).is_tile() => match self.ty(x).elem {
+                    Elem::Scalar(s) => Val::DType(s),
+                    Elem::Ptr(s) => Val::PtrType(s),
+                },
+                "type" => self.error(
+                    span,
+                    "`.type` of a tile (a block type) is not supported; use `.dtype`",
+                ),
                 "shape" => Val::Tuple(
                     self.ty(x)
                         .shape
@@ -229,6 +255,7 @@ impl Ck<'_> {
                     }
                 },
             },
+            Val::PtrType(s) if attr == "element_ty" => Val::DType(s),
             other => {
                 let msg = format!("{} has no attribute `{attr}`", other.describe());
                 self.error(span, msg)
@@ -325,7 +352,13 @@ impl Ck<'_> {
                 );
                 self.builtin(name, a)
             }
-            Val::Jit(idx) => self.inline_call(idx, a),
+            Val::Jit(u, idx) => {
+                let prev = self.enter_unit(u);
+                let v = self.inline_call(idx, a);
+                self.enter_unit(prev);
+                v
+            }
+            Val::ConstexprMarker => self.constexpr_call(a),
             Val::DescMethod(d, "load") => self.desc_load(d, a),
             Val::DescMethod(d, _) => self.desc_store(d, a),
             other => {

@@ -226,7 +226,7 @@ impl Ck<'_> {
             self.error(span, format!("`tl.static_range` would unroll {count} iterations; at most {MAX_UNROLL} are allowed"));
             return;
         }
-        if count <= 0 {
+        if count <= 0 && self.unit == 0 {
             self.reached.folded(body);
         }
         for k in 0..count.max(0) as i64 {

@@ -11,6 +11,8 @@ mod elementwise;
 mod emit;
 mod expr;
 mod fold;
+mod globals;
+mod libdevice;
 mod loops;
 mod memory;
 mod names;
@@ -19,12 +21,13 @@ mod python;
 mod reached;
 mod shape;
 mod stmt;
+mod units;
 mod value;
 
 #[cfg(test)]
 mod tests;
 
-use super::ast::{ExprKind, FuncDef, Module};
+use super::ast::{ExprKind, FuncDef};
 use super::parse::{self, FileKind, ParseError};
 use super::span::{LineIndex, Span};
 use super::{ir, ArgKind, ConstValue, KernelRequest, KernelSignature, ParamSig};
@@ -42,16 +45,35 @@ pub fn check(
     source: &str,
     requests: &[KernelRequest],
 ) -> (Vec<ir::Kernel>, Vec<Diagnostic>) {
-    let lines = LineIndex::new(source);
-    let (module, parse_errors) = parse::parse(source, FileKind::of(path));
-    let mut findings: Vec<Finding> = parse_errors.into_iter().map(finding).collect();
+    let (kernels, diagnostics, _) = check_with_imports(path, source, requests);
+    (kernels, diagnostics)
+}
+
+/// [`check`], and the other files the kernels' file imports from (read for this check: a
+/// change to one of them changes the kernels).
+pub fn check_with_imports(
+    path: &Path,
+    source: &str,
+    requests: &[KernelRequest],
+) -> (Vec<ir::Kernel>, Vec<Diagnostic>, Vec<std::path::PathBuf>) {
+    let units = units::load(path, source);
+    let tables = units::tables(&units);
+    let mut findings: Vec<Finding> = units[0].parse_errors.iter().cloned().map(finding).collect();
     let mut kernels = Vec::new();
     for req in requests {
-        let (k, f) = check_kernel(path, source, &lines, &module, req);
+        let (k, f) = check_kernel(&units, &tables, req);
         findings.extend(f);
         kernels.extend(k);
     }
-    (kernels, diagnostics(path, source, &lines, findings))
+    let mut out = Vec::new();
+    for (i, u) in units.iter().enumerate() {
+        let mine: Vec<Finding> = findings.iter().filter(|f| f.unit == i).cloned().collect();
+        if !mine.is_empty() {
+            out.extend(diagnostics(&u.path, &u.source, &u.lines, mine));
+        }
+    }
+    let files = units.iter().skip(1).map(|u| u.path.clone()).collect();
+    (kernels, out, files)
 }
 
 /// The `@triton.jit` kernels of `source` and their parameters.
@@ -97,6 +119,7 @@ pub fn signatures(path: &Path, source: &str) -> Result<Vec<KernelSignature>, Vec
 
 fn finding(e: ParseError) -> Finding {
     Finding {
+        unit: 0,
         severity: Severity::Error,
         span: e.span,
         message: e.message,
@@ -128,46 +151,17 @@ fn diagnostics(
     out
 }
 
-/// The names every kernel of the file sees: imports, the file's `@triton.jit` functions, and
-/// `tl`/`triton` even when the file does not import them.
-fn globals(module: &Module) -> HashMap<String, Val> {
-    let mut g = HashMap::new();
-    g.insert("tl".to_string(), Val::Module("tl".into()));
-    g.insert("triton".to_string(), Val::Module("triton".into()));
-    for imp in &module.imports {
-        if imp.from {
-            for (name, alias) in &imp.names {
-                let mut path = imp.module.clone();
-                path.push(name.clone());
-                let v = names::resolve_path(&path);
-                g.insert(alias.clone().unwrap_or_else(|| name.clone()), v);
-            }
-        } else {
-            match &imp.alias {
-                Some(a) => {
-                    g.insert(a.clone(), names::resolve_path(&imp.module));
-                }
-                None => {
-                    if let Some(root) = imp.module.first() {
-                        g.insert(root.clone(), names::resolve_path(&imp.module[..1]));
-                    }
-                }
-            }
-        }
-    }
-    for (i, f) in module.funcs.iter().enumerate() {
-        g.insert(f.name.name.clone(), Val::Jit(i));
-    }
-    g
-}
-
 fn check_kernel(
-    path: &Path,
-    source: &str,
-    lines: &LineIndex,
-    module: &Module,
+    units: &[units::Unit],
+    tables: &[HashMap<String, units::Binding>],
     req: &KernelRequest,
 ) -> (Option<ir::Kernel>, Vec<Finding>) {
+    let (path, source, lines, module) = (
+        &units[0].path,
+        units[0].source.as_str(),
+        &units[0].lines,
+        &units[0].module,
+    );
     let Some(idx) = module.funcs.iter().position(|f| f.name.name == req.name) else {
         let names: Vec<&str> = module.funcs.iter().map(|f| f.name.name.as_str()).collect();
         let msg = match names::suggest(&req.name, names.iter().copied()) {
@@ -186,6 +180,7 @@ fn check_kernel(
             ),
         };
         let f = Finding {
+            unit: 0,
             severity: Severity::Error,
             span: Span::default(),
             message: msg,
@@ -196,15 +191,14 @@ fn check_kernel(
     if func.has_errors {
         return (None, Vec::new());
     }
-    let mut ck = Ck::new(source, module, lines, idx);
-    ck.globals = globals(module);
+    let mut ck = Ck::new(units, tables.to_vec(), idx);
     ck.loc = lines.loc(source, func.def_span.start);
     let params = ck.bind_kernel(func, req);
     ck.stmts(&func.body);
     ck.every_statement_reached(&func.body);
     let kernel = ir::Kernel {
         name: req.name.clone(),
-        file: path.to_path_buf(),
+        file: path.clone(),
         params,
         vars: std::mem::take(&mut ck.vars),
         body: ck.blocks.pop().unwrap_or_default(),
@@ -241,6 +235,37 @@ fn do_not_specialize(func: &FuncDef, name: &str) -> bool {
                 }
                 _ => false,
             })
+    })
+}
+
+/// The type of a launched parameter bound to an argument of `kind`, with the largest power of
+/// two known to divide it and whether it is known non-negative; `None` for a `None` argument.
+fn launched_type(kind: &ArgKind) -> Option<(ir::Type, u64, bool)> {
+    Some(match kind {
+        ArgKind::Pointer(dt) => (
+            ir::Type {
+                elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
+                shape: Vec::new(),
+            },
+            16,
+            true,
+        ),
+        ArgKind::Int {
+            fits_i32,
+            divisibility,
+            non_negative,
+            ..
+        } => (
+            ir::Type::scalar(if *fits_i32 {
+                ir::Scalar::I32
+            } else {
+                ir::Scalar::I64
+            }),
+            *divisibility,
+            *non_negative,
+        ),
+        ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1, false),
+        ArgKind::None => return None,
     })
 }
 
@@ -308,28 +333,29 @@ impl Ck<'_> {
                     .iter()
                     .find(|(n, _)| n == pname)
                     .map(|(_, v)| v);
-                let default = p.default.as_ref().map(|d| self.eval(d));
+                let default = p.default.as_ref().map(|d| self.eval_default(d));
                 match (given, default) {
                     (Some(g), d) => {
                         let v = match g {
                             ConstValue::Int(i) => Val::Int(*i),
                             ConstValue::Float(f) => Val::Float(*f),
                             ConstValue::Bool(b) => Val::Bool(*b),
+                            ConstValue::Str(s) => Val::Str(s.clone()),
+                            ConstValue::DType(d) => Val::DType(*d),
+                            ConstValue::None => Val::None,
                         };
                         let kind = |v: &Val| match v {
                             Val::Int(_) => Some("an int"),
                             Val::Float(_) => Some("a float"),
                             Val::Bool(_) => Some("a bool"),
+                            Val::Str(_) => Some("a string"),
+                            Val::DType(_) => Some("a dtype"),
                             _ => None,
                         };
                         if let Some(d) = &d {
                             if let (Some(want), Some(got)) = (kind(d), kind(&v)) {
                                 if want != got && !(want == "a float" && got == "an int") {
-                                    let shown = match g {
-                                        ConstValue::Int(i) => i.to_string(),
-                                        ConstValue::Float(f) => f.to_string(),
-                                        ConstValue::Bool(b) => b.to_string(),
-                                    };
+                                    let shown = g.python();
                                     self.error(p.name.span, format!("constexpr `{pname}` of kernel `{kname}` takes {want} (its default is `{}`), but the workspace gives {got}, `{shown}`", self.text(p.default.as_ref().map_or(at, |e| e.span))));
                                 }
                             }
@@ -345,30 +371,10 @@ impl Ck<'_> {
             } else {
                 match args.next() {
                     Some(kind) => {
-                        let (ty, div, non_negative) = match kind {
-                            ArgKind::Pointer(dt) => (
-                                ir::Type {
-                                    elem: ir::Elem::Ptr(ir::Scalar::from_dtype(*dt)),
-                                    shape: Vec::new(),
-                                },
-                                16,
-                                true,
-                            ),
-                            ArgKind::Int {
-                                fits_i32,
-                                divisibility,
-                                non_negative,
-                                ..
-                            } => (
-                                ir::Type::scalar(if *fits_i32 {
-                                    ir::Scalar::I32
-                                } else {
-                                    ir::Scalar::I64
-                                }),
-                                *divisibility,
-                                *non_negative,
-                            ),
-                            ArgKind::Float => (ir::Type::scalar(ir::Scalar::F32), 1, false),
+                        let Some((ty, div, non_negative)) = launched_type(kind) else {
+                            // `None`: a constexpr `None`, not passed at launch.
+                            self.env.insert(pname.clone(), Val::None);
+                            continue;
                         };
                         let pinned = !do_not_specialize(func, pname);
                         let (div, non_negative) = if pinned {
@@ -390,7 +396,7 @@ impl Ck<'_> {
                         }
                     }
                     None => match &p.default {
-                        Some(d) => self.eval(d),
+                        Some(d) => self.eval_default(d),
                         None => Val::Poison,
                     },
                 }
@@ -400,6 +406,14 @@ impl Ck<'_> {
         params
     }
 
+    /// A parameter's default value: Triton lets it read any global.
+    fn eval_default(&mut self, d: &crate::tile::ast::Expr) -> Val {
+        let saved = std::mem::replace(&mut self.in_default, true);
+        let v = self.eval(d);
+        self.in_default = saved;
+        v
+    }
+
     /// A call to another `@triton.jit` function of the file, inlined.
     pub fn inline_call(&mut self, idx: usize, a: Args) -> Val {
         let module = self.module;
@@ -407,10 +421,25 @@ impl Ck<'_> {
             return Val::Poison;
         };
         let fname = &func.name.name;
-        if idx == self.kernel || self.frames.iter().any(|f| f.func == idx) {
+        if (self.unit == 0 && idx == self.kernel)
+            || self
+                .frames
+                .iter()
+                .any(|f| (f.unit, f.func) == (self.unit, idx))
+        {
             return self.error(a.span, format!("`{fname}` calls itself (directly or through other functions); recursion cannot be inlined"));
         }
         if func.has_errors {
+            if self.unit != 0 {
+                // Another file's syntax errors inside this helper: reported in that file.
+                let errors: Vec<ParseError> = (self.units[self.unit].parse_errors.iter())
+                    .filter(|e| func.span.start <= e.span.start && e.span.start <= func.span.end)
+                    .cloned()
+                    .collect();
+                for e in errors {
+                    self.error(e.span, e.message);
+                }
+            }
             return Val::Poison;
         }
         let names: Vec<&str> = func.params.iter().map(|p| p.name.name.as_str()).collect();
@@ -445,7 +474,7 @@ impl Ck<'_> {
         for (p, slot) in func.params.iter().zip(slots) {
             let v = match (slot, &p.default) {
                 (Some(v), _) => v,
-                (None, Some(d)) => self.eval(d),
+                (None, Some(d)) => self.eval_default(d),
                 (None, None) => {
                     self.error(
                         a.span,
@@ -473,6 +502,7 @@ impl Ck<'_> {
         }
         self.env = bound;
         self.frames.push(Frame {
+            unit: self.unit,
             func: idx,
             depth: self.depth,
             ret: None,

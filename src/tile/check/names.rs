@@ -63,6 +63,7 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "cast",
     "next_power_of_2",
     "make_tensor_descriptor",
+    "pointer_type",
 ];
 
 pub(super) const DTYPES: &[(&str, Scalar)] = &[
@@ -197,7 +198,12 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
                         .map(|n| Val::Builtin(n))
                 }),
         },
-        "tl.math" | "libdevice" => math(),
+        "tl.math" => math(),
+        "libdevice" => math().or_else(|| {
+            (super::libdevice::NAMES.iter())
+                .find(|(n, _)| *n == attr)
+                .map(|(_, c)| Val::Builtin(c))
+        }),
         "tl.extra" => match attr {
             "cuda" => Some(Val::Module("tl.extra.cuda".into())),
             "libdevice" => Some(Val::Module("libdevice".into())),
@@ -218,7 +224,10 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
             v.extend(["math", "extra", "constexpr"]);
             v
         }
-        "tl.math" | "libdevice" => MATH.iter().map(|(n, _)| *n).collect(),
+        "tl.math" => MATH.iter().map(|(n, _)| *n).collect(),
+        "libdevice" => (MATH.iter().map(|(n, _)| *n))
+            .chain(super::libdevice::NAMES.iter().map(|(n, _)| *n))
+            .collect(),
         "tl.extra" => vec!["cuda", "libdevice"],
         "tl.extra.cuda" => vec!["libdevice"],
         _ => Vec::new(),

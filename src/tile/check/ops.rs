@@ -208,6 +208,14 @@ impl Ck<'_> {
             return Val::Poison;
         }
         if matches!(op, CmpOp::Is | CmpOp::IsNot) {
+            // A runtime value is never `None` (Triton folds `x_ptr is not None` the same way).
+            let runtime_vs_none = matches!(
+                (&l, &r),
+                (Val::Var(_), Val::None) | (Val::None, Val::Var(_))
+            );
+            if runtime_vs_none {
+                return Val::Bool(op == CmpOp::IsNot);
+            }
             if matches!(l, Val::Var(_)) || matches!(r, Val::Var(_)) {
                 return self.error(
                     span,
@@ -226,7 +234,10 @@ impl Ck<'_> {
         if !l.is_number() && !matches!(l, Val::Var(_))
             || !r.is_number() && !matches!(r, Val::Var(_))
         {
-            if matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            if matches!(op, CmpOp::Eq | CmpOp::Ne)
+                && !matches!(l, Val::Var(_))
+                && !matches!(r, Val::Var(_))
+            {
                 let same = l == r;
                 return Val::Bool(if op == CmpOp::Eq { same } else { !same });
             }

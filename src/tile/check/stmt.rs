@@ -15,7 +15,9 @@ impl Ck<'_> {
         for (i, s) in body.iter().enumerate() {
             if self.stop {
                 // After a `return`: never run, as in Python.
-                self.reached.folded(&body[i..]);
+                if self.unit == 0 {
+                    self.reached.folded(&body[i..]);
+                }
                 break;
             }
             self.stmt(s);
@@ -23,8 +25,11 @@ impl Ck<'_> {
     }
 
     fn stmt(&mut self, s: &Stmt) {
-        self.loc = self.lines.loc(self.src, s.span.start);
-        self.reached.checked(s);
+        // Another file's code keeps the line of its call in the kernel's file.
+        if self.unit == 0 {
+            self.loc = self.lines.loc(self.src, s.span.start);
+            self.reached.checked(s);
+        }
         match &s.kind {
             StmtKind::Expr(e) => {
                 self.eval(e);
@@ -141,7 +146,9 @@ impl Ck<'_> {
                 } else {
                     (otherwise, then)
                 };
-                self.reached.folded(untaken);
+                if self.unit == 0 {
+                    self.reached.folded(untaken);
+                }
                 self.stmts(taken);
                 return;
             }

@@ -17,6 +17,8 @@ pub(super) enum Val {
     Str(String),
     /// A dtype such as `tl.float16`.
     DType(Scalar),
+    /// A pointer type: `tl.pointer_type(tl.float16)`, or a pointer's `.dtype`.
+    PtrType(Scalar),
     /// A runtime value (scalar or tile) in an IR variable.
     Var(VarId),
     Tuple(Vec<Val>),
@@ -27,12 +29,15 @@ pub(super) enum Val {
     Builtin(&'static str),
     /// A method bound to a runtime value (`x.to`, `x.sum`).
     Method(VarId, &'static str),
+    /// Another file imported as a module (`from . import utils`), by unit (`units.rs`).
+    Unit(usize),
     /// A tensor descriptor (`tl.make_tensor_descriptor`), by index (`descriptor.rs`).
     Desc(usize),
     /// A descriptor's method (`desc.load`).
     DescMethod(usize, &'static str),
-    /// Another `@triton.jit` function of the file (by index), called inline.
-    Jit(usize),
+    /// A `@triton.jit` function, called inline: its file (`units.rs`) and its index among
+    /// that file's functions.
+    Jit(usize, usize),
     /// `tl.constexpr` itself.
     ConstexprMarker,
     /// The result of an expression that already failed: it stops cascades of errors.
@@ -54,13 +59,15 @@ impl Val {
             Val::None => "`None`".to_string(),
             Val::Str(s) => format!("the string {s:?}"),
             Val::DType(s) => format!("the dtype `tl.{}`", s.triton_name()),
+            Val::PtrType(s) => format!("the dtype `tl.pointer_type(tl.{})`", s.triton_name()),
             Val::Var(_) => "a runtime value".to_string(),
             Val::Tuple(_) => "a tuple".to_string(),
             Val::Module(m) => format!("the module `{m}`"),
+            Val::Unit(_) => "a module of another file".to_string(),
             Val::Builtin(b) => format!("the function `{}`", display_builtin(b)),
             Val::Method(_, m) | Val::DescMethod(_, m) => format!("the method `.{m}`"),
             Val::Desc(_) => "a tensor descriptor".to_string(),
-            Val::Jit(_) => "a `@triton.jit` function".to_string(),
+            Val::Jit(..) => "a `@triton.jit` function".to_string(),
             Val::ConstexprMarker => "`tl.constexpr`".to_string(),
             Val::Poison => "an erroneous value".to_string(),
         }
@@ -82,9 +89,10 @@ impl Val {
 
 /// How a built-in is written in messages: `tl.load`, or `range` for Python's.
 pub(super) fn display_builtin(name: &str) -> String {
-    match name.strip_prefix("py.") {
-        Some(py) => py.to_string(),
-        None => format!("tl.{name}"),
+    match (name.strip_prefix("py."), name.strip_prefix("ld.")) {
+        (Some(py), _) => py.to_string(),
+        (_, Some(ld)) => format!("libdevice.{ld}"),
+        _ => format!("tl.{name}"),
     }
 }
 

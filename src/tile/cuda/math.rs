@@ -240,6 +240,25 @@ pub fn unary(op: UnOp, s: Scalar, x: &str) -> Result<String, String> {
         UnOp::Sigmoid if f32 => Ok(format!("kwb_div(1.0f, 1.0f + kwb_exp(-{x}))")),
         UnOp::Sigmoid if f64 => Ok(format!("(1.0 / (1.0 + exp(-{x})))")),
         UnOp::Sigmoid => Err(format!("sigmoid on {}", s.triton_name())),
+        UnOp::Tan => float_only("tanf", "tan"),
+        UnOp::Asin => float_only("asinf", "asin"),
+        UnOp::Acos => float_only("acosf", "acos"),
+        UnOp::Atan => float_only("atanf", "atan"),
+        UnOp::Sinh => float_only("sinhf", "sinh"),
+        UnOp::Cosh => float_only("coshf", "cosh"),
+        UnOp::Asinh => float_only("asinhf", "asinh"),
+        UnOp::Acosh => float_only("acoshf", "acosh"),
+        UnOp::Atanh => float_only("atanhf", "atanh"),
+        UnOp::Erfc => float_only("erfcf", "erfc"),
+        UnOp::Erfinv => float_only("erfinvf", "erfinv"),
+        UnOp::Log1p => float_only("log1pf", "log1p"),
+        UnOp::Expm1 => float_only("expm1f", "expm1"),
+        UnOp::Log10 => float_only("log10f", "log10"),
+        UnOp::Cbrt => float_only("cbrtf", "cbrt"),
+        UnOp::Rint => float_only("rintf", "rint"),
+        UnOp::Round => float_only("roundf", "round"),
+        UnOp::Trunc => float_only("truncf", "trunc"),
+        UnOp::Rcp => float_only("__frcp_rn", "__drcp_rn"),
     }
 }
 
@@ -314,6 +333,17 @@ pub fn binary(op: BinOp, s: Scalar, a: &str, b: &str) -> Result<String, String> 
         Le => sym("<="),
         Gt => sym(">"),
         Ge => sym(">="),
+        Pow | Atan2 | Copysign | Hypot if int => {
+            return Err(format!("{op:?} on {}", s.triton_name()).to_lowercase())
+        }
+        Pow if s == Scalar::F32 => format!("powf({a}, {b})"),
+        Atan2 if s == Scalar::F32 => format!("atan2f({a}, {b})"),
+        Copysign if s == Scalar::F32 => format!("copysignf({a}, {b})"),
+        Hypot if s == Scalar::F32 => format!("hypotf({a}, {b})"),
+        Pow => format!("pow({a}, {b})"),
+        Atan2 => format!("atan2({a}, {b})"),
+        Copysign => format!("copysign({a}, {b})"),
+        Hypot => format!("hypot({a}, {b})"),
     })
 }
 

@@ -52,6 +52,63 @@ pub(super) fn erf(x: f64) -> f64 {
     r.copysign(x)
 }
 
+/// The complementary error function, without the cancellation of `1 - erf(x)` for large x.
+pub(super) fn erfc(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x < 0.0 {
+        return 2.0 - erfc(-x);
+    }
+    if x < 2.5 {
+        1.0 - erf(x)
+    } else if x < 30.0 {
+        erfc_cf(x)
+    } else {
+        0.0
+    }
+}
+
+/// The inverse error function: Newton's method on `erf` from a logarithmic first guess.
+/// NaN outside [-1, 1], ±inf at ±1.
+pub(super) fn erfinv(y: f64) -> f64 {
+    if y.is_nan() || y.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if y < 0.0 {
+        return -erfinv(-y);
+    }
+    if y == 1.0 {
+        return f64::INFINITY;
+    }
+    if y == 0.0 {
+        return y;
+    }
+    // Winitzki's approximation (a few parts in 1e3), then Newton steps on
+    // f(x) = erf(x) - y, written `(1 - y) - erfc(x)` near 1 where `erf` loses digits.
+    let a = 0.147;
+    let l = (1.0 - y * y).ln();
+    let t = 2.0 / (std::f64::consts::PI * a) + l / 2.0;
+    let mut x = ((t * t - l / a).sqrt() - t).sqrt();
+    for _ in 0..50 {
+        let f = if y > 0.5 {
+            (1.0 - y) - erfc(x)
+        } else {
+            erf(x) - y
+        };
+        let d = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp();
+        if d == 0.0 || f == 0.0 {
+            break;
+        }
+        let step = f / d;
+        x -= step;
+        if step.abs() <= 1e-16 * x.abs() {
+            break;
+        }
+    }
+    x
+}
+
 /// erfc(x) for x >= 2.5, by the continued fraction
 /// erfc(x) = exp(-x²)/√π · 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + 2/(x + …))))),
 /// evaluated from the tail.
@@ -79,6 +136,18 @@ mod tests {
         ] {
             assert!((erf(x) - want).abs() < 1e-14, "erf({x}) = {}", erf(x));
         }
+    }
+
+    #[test]
+    fn erfc_and_erfinv_match_known_values() {
+        assert!((erfc(3.0) - 2.209_049_699_858_544e-5).abs() < 1e-18);
+        assert!((erfc(-1.0) - 1.842_700_792_949_715).abs() < 1e-14);
+        for y in [-0.999_999, -0.9, -0.3, 1e-8, 0.5, 0.75, 0.99, 0.999_999_9] {
+            let x = erfinv(y);
+            assert!((erf(x) - y).abs() < 1e-14, "erfinv({y}) = {x}");
+        }
+        assert_eq!(erfinv(1.0), f64::INFINITY);
+        assert!(erfinv(1.5).is_nan());
     }
 
     #[test]

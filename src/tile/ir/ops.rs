@@ -21,6 +21,11 @@ pub enum BinOp {
     Shl,
     /// Arithmetic for signed, logical for unsigned.
     Shr,
+    /// libdevice's two-argument functions, on float32 and float64 only.
+    Pow,
+    Atan2,
+    Copysign,
+    Hypot,
     /// Comparisons give `I1`; both operands have the same (promoted) dtype.
     Eq,
     Ne,
@@ -49,6 +54,30 @@ pub enum UnOp {
     Tanh,
     Floor,
     Ceil,
+    /// libdevice's functions (`libdevice.asin`, ...), on float32 and float64 only.
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erfc,
+    /// The inverse of `erf`: NaN outside [-1, 1], ±inf at ±1.
+    Erfinv,
+    Log1p,
+    Expm1,
+    Log10,
+    Cbrt,
+    /// Round to the nearest integer, ties to even (`rint`, `nearbyint`).
+    Rint,
+    /// Round to the nearest integer, ties away from zero (`round`).
+    Round,
+    Trunc,
+    /// `1 / x`, rounded to nearest (`rcp_rn`).
+    Rcp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -60,6 +60,16 @@ impl Scalar {
         }
     }
 
+    /// The dtype Triton names `tl.<name>` (`float16`, `bfloat16`, `int8`, ...).
+    pub fn from_triton_name(name: &str) -> Option<Scalar> {
+        use Scalar::*;
+        [
+            I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64,
+        ]
+        .into_iter()
+        .find(|s| s.triton_name() == name)
+    }
+
     /// The element type of a kwb buffer of this dtype.
     pub fn from_dtype(d: crate::workspace::DType) -> Scalar {
         use crate::workspace::DType;

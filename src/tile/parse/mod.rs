@@ -12,6 +12,7 @@
 
 pub mod coverage;
 mod expr;
+mod globals;
 mod stmt;
 
 pub(crate) use stmt::is_constexpr_annotation;
@@ -57,7 +58,18 @@ pub fn parse(source: &str, kind: FileKind) -> (Module, Vec<ParseError>) {
         regions: Vec::new(),
         nest: 0,
     };
-    let module = p.module();
+    let mut module = p.module();
+    if kind == FileKind::Python {
+        // A top-level assignment of a `.py` module is host code until a kernel reads it: its
+        // lexical errors are not reported, but kwb never reads a value it could not lex.
+        for g in &mut module.globals {
+            if (lex_errors.iter())
+                .any(|e| e.span.start >= g.span.start && e.span.start < g.span.end)
+            {
+                g.def = ast::GlobalDef::Opaque;
+            }
+        }
+    }
     let mut errors: Vec<ParseError> = lex_errors
         .into_iter()
         .filter(|e| {
@@ -284,12 +296,21 @@ impl<'t> Parser<'t> {
                     );
                     self.skip_statement();
                 }
+                Tok::Name(_) => self.global_statement(&mut m),
+                Tok::Kw(
+                    "if" | "elif" | "else" | "for" | "while" | "try" | "except" | "finally"
+                    | "with",
+                ) if self.kind == FileKind::Python => {
+                    let from = self.pos;
+                    self.skip_statement();
+                    self.opaque_assignments(from, &mut m);
+                }
                 _ => {
                     if self.kind == FileKind::Tile {
                         self.error(
                             start,
                             format!(
-                                "expected a `@triton.jit` function or an import at the top level of a .tile file, found {}",
+                                "expected a `@triton.jit` function, an import or an assignment at the top level of a .tile file, found {}",
                                 describe(self.tok())
                             ),
                         );
@@ -360,9 +381,17 @@ impl<'t> Parser<'t> {
         if !from {
             self.bump();
         }
-        let mut module = vec![self.ident("a module name")?.name];
-        while self.eat_op(".") {
-            module.push(self.ident("a module name after `.`")?.name);
+        let mut level = 0;
+        while from && (self.at_op(".") || self.at_op("...")) {
+            level += if self.at_op(".") { 1 } else { 3 };
+            self.bump();
+        }
+        let mut module = Vec::new();
+        if level == 0 || !self.at_kw("import") {
+            module.push(self.ident("a module name")?.name);
+            while self.eat_op(".") {
+                module.push(self.ident("a module name after `.`")?.name);
+            }
         }
         let mut alias = None;
         let mut names = Vec::new();
@@ -398,6 +427,7 @@ impl<'t> Parser<'t> {
         let span = start.to(self.prev_span());
         self.bump();
         Ok(Import {
+            level,
             module,
             alias,
             names,

@@ -269,7 +269,7 @@ impl Parser<'_> {
     }
 
     /// Simple statements separated by `;`, up to the end of the line.
-    fn simple_line(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
+    pub(super) fn simple_line(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
         loop {
             out.push(self.simple_stmt()?);
             if !self.eat_op(";") || matches!(self.tok(), Tok::Newline | Tok::Eof) {
