@@ -133,4 +133,9 @@ fn kwb_agrees_with_compiled_triton_on_the_gpu() {
     );
     let found: Vec<String> = t.mismatches.iter().map(|f| f.report()).collect();
     assert!(found.is_empty(), "{}", found.join("\n\n"));
+    assert!(
+        t.agree * 2 >= count,
+        "only {} of {count} programs ran on both sides",
+        t.agree
+    );
 }
