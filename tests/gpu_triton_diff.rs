@@ -87,7 +87,7 @@ impl Differential for Gpu {
 }
 
 /// `KWB_DIFF_GPU_PROGRAMS` programs (default 100) from `KWB_DIFF_SEED`, on `KWB_DIFF_JOBS`
-/// threads (default: the cores) spread over every GPU.
+/// threads (default: the cores, at most 8) spread over every GPU.
 #[test]
 #[ignore = "needs an NVIDIA GPU and Triton: the GPU bundle runs it with --include-ignored"]
 fn kwb_agrees_with_compiled_triton_on_the_gpu() {

@@ -12,7 +12,7 @@
 //! `target/tile-diff/regressions/seed-N/`) that `tests/diff_regressions.rs` replays without
 //! Triton once copied into `tests/diff_regressions/`; the test fails with the reduced program.
 //!
-//! `cargo test --test tile_differential` runs 500 programs on every core (`KWB_DIFF_PROGRAMS`,
+//! `cargo test --test tile_differential` runs 500 programs on up to 8 cores (`KWB_DIFF_PROGRAMS`,
 //! `KWB_DIFF_SEED`, `KWB_DIFF_JOBS` pick others). torch and triton are installed into kwb's
 //! cache folder on first use; where that is impossible the test says why and passes only
 //! outside CI (`CI` unset).

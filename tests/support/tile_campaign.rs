@@ -62,7 +62,7 @@ fn kind(message: &str) -> &'static str {
 /// `target/DEFAULT`, emptied), where reduced mismatches are saved (`KWB_DIFF_SAVE`, else
 /// `DIR/regressions`; `tests/diff_regressions` keeps them as tests), the programs
 /// (`COUNT_VAR`, else `count`; from `KWB_DIFF_SEED`, else 1) and the threads (`KWB_DIFF_JOBS`,
-/// else every core).
+/// else every core, at most 8).
 pub struct Settings {
     pub dir: PathBuf,
     pub save: PathBuf,
@@ -79,7 +79,10 @@ impl Settings {
         let _ = std::fs::remove_dir_all(&dir);
         let save = std::env::var_os("KWB_DIFF_SAVE")
             .map_or_else(|| dir.join("regressions"), PathBuf::from);
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // At most 8 by default: each thread holds a Python process with torch (about 400 MB).
+        let cores = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(8);
         Settings {
             save,
             first: env_u64("KWB_DIFF_SEED", 1),
