@@ -103,18 +103,19 @@ struct Ran {
     work: u64,
 }
 
-/// Runs `program` (compiled as `code`) on `buffers` (name → starting bytes); returns the final
-/// bytes of each buffer named in `want`. Each launch may run `watchdog_ms` of wall-clock time
-/// (0: no limit), as a launch on the GPU.
+/// Runs `program` (compiled as `code`: `job`'s own program, or its reference version's) on
+/// `job`'s buffers (name → starting bytes); returns the final bytes of each buffer named in
+/// `want`. Each launch may run the job's `watchdog_ms` of wall-clock time (0: no limit), as a
+/// launch on the GPU.
 fn run_program(
     code: &CpuCode,
     program: &Program,
-    specs: &[BufferSpec],
+    job: &RunJob,
     start: &HashMap<String, Vec<u8>>,
     want: &[&BufferSpec],
     opts: &CpuOptions,
-    watchdog_ms: u64,
 ) -> Result<Ran, Stop> {
+    let (specs, watchdog_ms) = (&job.buffers, job.bench.watchdog_ms);
     let watchdog = (watchdog_ms > 0).then_some(watchdog_ms);
     match code {
         CpuCode::Ptx(m) => emulate::run(m, program, specs, start, want, opts, watchdog),
@@ -165,16 +166,7 @@ pub fn run_job(
     };
     let outs = outputs(job);
     let start = starting_bytes(&data, &outs);
-    let watchdog = job.bench.watchdog_ms;
-    let ran = match run_program(
-        code,
-        &job.program,
-        &job.buffers,
-        &start,
-        &outs,
-        opts,
-        watchdog,
-    ) {
+    let ran = match run_program(code, &job.program, job, &start, &outs, opts) {
         Ok(r) => r,
         Err(Stop::Timeout(e)) => {
             out.timed_out = Some(e);
@@ -227,16 +219,8 @@ fn reference_version(
         return Ok(None);
     };
     let code = code.ok_or_else(|| format!("reference version `{name}` did not compile"))?;
-    let ran = run_program(
-        code,
-        program,
-        &job.buffers,
-        start,
-        outs,
-        opts,
-        job.bench.watchdog_ms,
-    )
-    .map_err(|e| format!("reference version `{name}`: {e}"))?;
+    let ran = run_program(code, program, job, start, outs, opts)
+        .map_err(|e| format!("reference version `{name}`: {e}"))?;
     Ok(Some(
         outs.iter()
             .zip(ran.outputs)
@@ -254,17 +238,8 @@ pub fn run_outputs(job: &RunJob, code: &CpuCode, opts: &CpuOptions) -> Result<Ve
     let data = make_inputs(job, data_key(job))?;
     let outs = outputs(job);
     let start = starting_bytes(&data, &outs);
-    let watchdog = job.bench.watchdog_ms;
-    let ran = run_program(
-        code,
-        &job.program,
-        &job.buffers,
-        &start,
-        &outs,
-        opts,
-        watchdog,
-    )
-    .map_err(|e| e.to_string())?;
+    let ran =
+        run_program(code, &job.program, job, &start, &outs, opts).map_err(|e| e.to_string())?;
     if let Some(f) = ran.findings.first() {
         return Err(f.to_string());
     }
