@@ -8,6 +8,7 @@ pub mod batch;
 pub mod compile;
 pub mod diag;
 pub mod emu;
+pub mod engine;
 pub mod exit;
 pub mod expr;
 pub mod inspect;
@@ -16,6 +17,7 @@ pub mod run;
 pub mod tile;
 pub mod ui;
 pub mod watch;
+pub mod watchdog;
 pub mod workspace;
 
 use std::path::PathBuf;

@@ -2,19 +2,20 @@
 //! size) in the isolated GPU worker (check, then benchmark), and hand the results to a report
 //! format. The same events could feed the TUI; here they feed a progress line and a report.
 
-use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
+use crate::compile::{Arch, CompiledVersion};
+use crate::engine::GpuBackend;
 use crate::report::{self, BatchReport, Mode, RunResult, Status};
-use crate::run::plan::{plan_job, work, PlanOptions};
 use crate::run::protocol::{BenchMode, BenchSpec, Phase};
 use crate::run::stats::StopRule;
-use crate::run::supervisor::{JobResult, Supervisor, WorkerCommand};
+use crate::run::supervisor::{Supervisor, WorkerCommand};
 use crate::workspace::Workspace;
 use std::io::{IsTerminal, Write};
 
 mod cpu;
+mod drive;
 mod sweep;
-pub(crate) use cpu::{cpu_code, fill as fill_cpu_result};
-pub use cpu::{run_cpu, CpuEngine};
+pub use crate::engine::CpuEngine;
+pub use cpu::run_cpu;
 pub use sweep::split_names;
 
 /// Everything `kwb batch` can be told besides the workspace.
@@ -61,7 +62,7 @@ pub struct BatchOutcome {
 /// The errors of the versions that do not compile, each once; a sweep configuration that
 /// does not compile is skipped, not an error (`config_failures`).
 pub(crate) fn compile_diagnostics(
-    compiled: &[CompiledVersion],
+    compiled: &[std::sync::Arc<CompiledVersion>],
     config_failures: &[bool],
 ) -> Vec<crate::diag::Diagnostic> {
     let mut out: Vec<crate::diag::Diagnostic> = Vec::new();
@@ -134,19 +135,6 @@ pub fn run(
     let arch = Arch::parse(&device.arch)
         .map_err(|e| BatchError::NoGpu(format!("{}: {e}", device.name)))?;
     let arch = Arch::for_gpu(arch, ws.arch);
-    let cache = if opts.cache {
-        Cache::default_location()
-    } else {
-        Cache::disabled()
-    };
-    let compiler = Compiler::new(arch, cache).map_err(|e| BatchError::Compile(e.to_string()))?;
-    let compiled = compiler.compile_workspace(ws);
-    let config_failures = sweep::config_compile_failures(ws, &compiled);
-    let compile_errors = compiled
-        .iter()
-        .zip(&config_failures)
-        .any(|(c, skip)| !c.ok && !skip);
-    let (peak, _) = device.peak();
     let bench = BenchSpec {
         check: opts.check,
         benchmark: true,
@@ -160,45 +148,15 @@ pub fn run(
         atol: None,
         guard_bytes: opts.guard_bytes,
     };
-    let seed0 = opts.seed.unwrap_or_else(fresh_seed);
-    let total = ws.sizes.len() * ws.versions.len();
-    let mut progress = ProgressLine::new(total);
-    let mut results = Vec::new();
-    let mut id = 0u64;
-    for (size_index, size) in ws.sizes.iter().enumerate() {
-        // One fresh seed per size: every version of a size is checked on the same new data.
-        let seed = size_seed(seed0, size_index);
-        for ((v, c), config_failure) in ws.versions.iter().zip(&compiled).zip(&config_failures) {
-            id += 1;
-            progress.start(&v.name, &size.name);
-            let r = sweep::new_result(ws, v, size);
-            let (mut r, c, reference) =
-                match for_size(ws, &compiled, c, r, *config_failure, &size.name) {
-                    Ok(x) => x,
-                    Err(failed) => {
-                        results.push(*failed);
-                        continue;
-                    }
-                };
-            let opts = PlanOptions {
-                seed,
-                bench: bench.clone(),
-            };
-            let job = match plan_job(ws, v, c, size, arch.spec(), reference, id, &opts) {
-                Ok(j) => j,
-                Err(e) => {
-                    results.push(sweep::plan_failure(r, v, e.to_string()));
-                    continue;
-                }
-            };
-            (r.bytes, r.flops) = work(ws, v, size).unwrap_or((None, None));
-            let outcome = sup.run(&job, &mut |p| progress.phase(p));
-            fill_result(&mut r, outcome, peak);
-            results.push(r);
-        }
-    }
-    progress.finish();
-    sup.shutdown();
+    let backend = GpuBackend::new(sup, opts.device, device.clone());
+    let (results, compiled) = drive::drive(
+        ws,
+        opts,
+        arch,
+        bench,
+        crate::engine::Target::Gpu,
+        vec![Box::new(backend)],
+    )?;
     Ok(BatchOutcome {
         report: new_report(
             ws,
@@ -211,8 +169,8 @@ pub fn run(
             results,
             None,
         ),
-        compile_errors,
-        compile_diagnostics: compile_diagnostics(&compiled, &config_failures),
+        compile_errors: compiled.compile_errors,
+        compile_diagnostics: compiled.diagnostics,
     })
 }
 
@@ -245,112 +203,6 @@ pub(crate) fn new_report(
     }
 }
 
-/// The result of a version that did not compile: its first error.
-pub(crate) fn compile_failure(mut r: RunResult, c: &CompiledVersion) -> RunResult {
-    r.status = Status::CompileError;
-    r.message = c
-        .diagnostics
-        .iter()
-        .find(|d| d.is_error())
-        .map(|d| d.to_string());
-    r
-}
-
-/// Turns what the supervisor reports for a job into the result's status, message, check and
-/// timing. Shared by `kwb batch` and `kwb watch`, so both read a job the same way.
-pub fn fill_result(r: &mut RunResult, outcome: JobResult, peak: Option<f64>) {
-    match outcome {
-        JobResult::Done(o) => {
-            if let Some(e) = o.error {
-                r.status = Status::Skipped;
-                r.message = Some(e);
-            } else if o.check.as_ref().is_some_and(|c| !c.passed) {
-                r.status = Status::CheckFailed;
-                r.message = o.check.as_ref().and_then(|c| c.failure.clone());
-            }
-            r.check = o.check;
-            if let (Some(t), Some(stop)) = (o.timing, o.stop) {
-                r.set_timing(t, stop, peak);
-            }
-        }
-        JobResult::Crashed { error } => {
-            r.status = Status::Crashed;
-            r.message = Some(error);
-        }
-        JobResult::Timeout { silent_ms } => {
-            r.status = Status::Timeout;
-            r.message = Some(format!(
-                "no progress for {:.1} s; the worker was killed",
-                silent_ms as f64 / 1e3
-            ));
-        }
-        JobResult::Failed { message } => {
-            r.status = Status::Error;
-            r.message = Some(message);
-        }
-        JobResult::Cancelled => {
-            r.status = Status::Skipped;
-            r.message = Some("cancelled: superseded by a newer save".into());
-        }
-    }
-}
-
-/// A version's compile for `size` (a tile version is compiled per specialisation), with its
-/// reference's; or, when it did not compile, its result saying so: a sweep configuration that
-/// cannot exist is skipped, any other failure is a compile error.
-#[allow(clippy::type_complexity)]
-pub(crate) fn for_size<'a>(
-    ws: &'a Workspace,
-    compiled: &'a [CompiledVersion],
-    c: &'a CompiledVersion,
-    r: RunResult,
-    config_failure: bool,
-    size: &str,
-) -> Result<
-    (
-        RunResult,
-        &'a CompiledVersion,
-        Option<(&'a crate::workspace::Version, &'a CompiledVersion)>,
-    ),
-    Box<RunResult>,
-> {
-    if !c.ok {
-        return Err(Box::new(if config_failure {
-            sweep::skipped_compile(r, c)
-        } else {
-            compile_failure(r, c)
-        }));
-    }
-    let reference = reference_of(ws, compiled).map(|(rv, rc)| (rv, rc.for_size(size)));
-    Ok((r, c.for_size(size), reference))
-}
-
-pub(crate) fn reference_of<'a>(
-    ws: &'a Workspace,
-    compiled: &'a [CompiledVersion],
-) -> Option<(&'a crate::workspace::Version, &'a CompiledVersion)> {
-    match &ws.reference {
-        crate::workspace::Reference::Version(name) => ws
-            .versions
-            .iter()
-            .zip(compiled)
-            .find(|(v, _)| &v.name == name),
-        _ => None,
-    }
-}
-
-/// The seed of the `index`th size: one fresh seed per size, shared by its versions.
-pub fn size_seed(seed0: u64, index: usize) -> u64 {
-    seed0.wrapping_add((index as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d))
-}
-
-pub(crate) fn fresh_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    t ^ (u64::from(std::process::id()) << 32)
-}
-
 /// A one-line progress display on stderr, drawn only when stderr is a terminal.
 pub(crate) struct ProgressLine {
     on: bool,
@@ -375,7 +227,7 @@ impl ProgressLine {
         self.draw("compiled");
     }
 
-    fn phase(&mut self, p: Phase) {
+    pub(crate) fn phase(&mut self, p: Phase) {
         let word = match p {
             Phase::Preparing => "preparing",
             Phase::Checking => "checking",

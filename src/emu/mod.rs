@@ -186,7 +186,7 @@ pub(crate) fn param_space(e: &Entry, values: &[ParamValue]) -> Result<Vec<u8>, E
     Ok(space)
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Threads for CTAs (0: every core).
     pub threads: usize,
@@ -194,6 +194,8 @@ pub struct Options {
     pub max_findings: usize,
     /// Wall-clock limit of one launch, in milliseconds: past it, [`EmuError::Timeout`].
     pub watchdog_ms: Option<u64>,
+    /// Set to stop the launch ([`EmuError::Cancelled`]): its work is no longer wanted.
+    pub cancel: Option<crate::watchdog::CancelFlag>,
 }
 
 impl Default for Options {
@@ -202,6 +204,7 @@ impl Default for Options {
             threads: 0,
             max_findings: 32,
             watchdog_ms: None,
+            cancel: None,
         }
     }
 }
@@ -227,6 +230,8 @@ pub enum EmuError {
     Budget(u64),
     #[error("the launch ran past its watchdog of {0} ms (an endless loop?)")]
     Timeout(u64),
+    #[error("the launch was cancelled")]
+    Cancelled,
     #[error("PTX line {ptx_line}: {message}")]
     TensorMap { message: String, ptx_line: u32 },
 }
@@ -239,4 +244,13 @@ pub fn run(
     opts: &Options,
 ) -> Result<Report, EmuError> {
     exec::run(module, launch, mem, opts)
+}
+
+impl From<crate::watchdog::Stopped> for EmuError {
+    fn from(s: crate::watchdog::Stopped) -> EmuError {
+        match s {
+            crate::watchdog::Stopped::Timeout(ms) => EmuError::Timeout(ms),
+            crate::watchdog::Stopped::Cancelled => EmuError::Cancelled,
+        }
+    }
 }

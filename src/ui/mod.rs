@@ -6,7 +6,6 @@
 pub mod action;
 pub mod app;
 pub mod bench;
-mod cpu_runs;
 pub mod draw;
 pub mod highlight;
 pub mod keys;

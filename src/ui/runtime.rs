@@ -9,15 +9,16 @@ use super::app::{App, GpuState};
 use super::highlight::{Highlighter, Lang};
 use super::start_error::StartError;
 use super::theme::Theme;
-use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
-use crate::report::RunResult;
-use crate::run::plan::{plan_job, work, PlanOptions};
-use crate::run::protocol::{BenchMode, BenchSpec, RunJob};
+use crate::compile::{Arch, Cache, Compiler};
+use crate::engine::latest::{LatestWins, Offer};
+use crate::engine::plan::{fresh_seed, reference_index};
+use crate::engine::{
+    plan_runs, CpuBackend, CpuEngine, Event, GpuBackend, Order, Planning, Pool, Request, Target,
+};
+use crate::run::protocol::{BenchMode, BenchSpec};
 use crate::run::stats::StopRule;
-use crate::run::supervisor::{JobResult, Supervisor, WorkerCommand};
+use crate::run::supervisor::{Supervisor, WorkerCommand};
 use crate::workspace::Workspace;
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
@@ -50,13 +51,13 @@ pub struct Engine {
     color: bool,
     sass: Option<Arc<super::sass::Disassembler>>,
     pub keymap: super::keys::Keymap,
-    in_flight: HashSet<usize>,
-    pending: HashMap<usize, u64>,
-    gpu: Option<Sender<GpuRequest>>,
-    /// To the GPU thread: the reconnect key was pressed.
+    /// Compiles: one in flight and one pending per version (by generation).
+    compiles: LatestWins<usize, u64>,
+    /// Runs: the GPU once its worker answers, or with none the CPU.
+    pool: Arc<Pool>,
+    cpu_started: bool,
+    /// To the GPU's starter and its recovery: the reconnect key was pressed.
     reconnect: Option<Sender<()>>,
-    /// With no GPU: the thread that checks versions on the CPU, started on first use.
-    cpu: Option<Sender<GpuRequest>>,
     /// The inputs' seed, the same across saves (so the worker keeps a size's inputs and
     /// reference resident) until the reseed key draws a fresh one.
     seed: u64,
@@ -64,6 +65,8 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(tx: Sender<Msg>, compiler: Compiler, themes: Vec<Theme>, color: bool) -> Engine {
+        let events = tx.clone();
+        let sink = move |e: Event| events.send(Msg::Action(run_action(e))).is_ok();
         Engine {
             tx,
             compiler: Arc::new(compiler),
@@ -72,11 +75,10 @@ impl Engine {
             color,
             sass: super::sass::find_disassembler().map(Arc::new),
             keymap: super::keys::Keymap::default(),
-            in_flight: HashSet::new(),
-            pending: HashMap::new(),
-            gpu: None,
+            compiles: LatestWins::new(),
+            pool: Arc::new(Pool::new(Order::Watch, Arc::new(sink))),
+            cpu_started: false,
             reconnect: None,
-            cpu: None,
             seed: fresh_seed(),
         }
     }
@@ -85,38 +87,37 @@ impl Engine {
         &self.themes[app.theme % self.themes.len().max(1)]
     }
 
-    /// Starts the GPU thread; it reports what it found as an `Action::Gpu`.
+    /// Looks for the GPU on a thread of its own; it reports what it found as an `Action::Gpu`
+    /// and, once found, serves runs.
     pub fn start_gpu(&mut self, worker: WorkerCommand) {
-        let (gtx, grx) = channel();
         let (rtx, rrx) = channel();
-        let tx = self.tx.clone();
-        std::thread::spawn(move || gpu_thread(worker, grx, rrx, tx));
-        self.gpu = Some(gtx);
+        let (tx, pool) = (self.tx.clone(), self.pool.clone());
+        std::thread::spawn(move || find_gpu(worker, rrx, tx, pool));
         self.reconnect = Some(rtx);
     }
 
     /// Applies an action and carries out its effects.
     pub fn apply(&mut self, app: &mut App, action: Action) {
         if let Action::Compiled(done) = &action {
-            let index = done.index;
-            self.in_flight.remove(&index);
-            if let Some(generation) = self.pending.remove(&index) {
-                self.spawn_compile(app, index, generation);
+            if let Some(generation) = self.compiles.finished(&done.index) {
+                self.spawn_compile(app, done.index, generation);
             }
         }
         for effect in update(app, action) {
             self.effect(app, effect);
         }
+        // The scheduler serves what the user looks at first.
+        self.pool.set_focus(crate::engine::Focus {
+            selected: app.selected,
+            size: app.size,
+        });
     }
 
     fn effect(&mut self, app: &mut App, effect: Effect) {
         match effect {
             Effect::Compile { index, generation } => {
-                if self.in_flight.contains(&index) {
-                    // One in flight, one pending: a newer save replaces the pending job.
-                    self.pending.insert(index, generation);
-                } else {
-                    self.spawn_compile(app, index, generation);
+                if let Offer::Start(g) = self.compiles.offer(index, generation) {
+                    self.spawn_compile(app, index, g);
                 }
             }
             Effect::Run { index, generation } => self.request_run(app, index, generation),
@@ -150,9 +151,9 @@ impl Engine {
 
     fn spawn_compile(&mut self, app: &App, index: usize, generation: u64) {
         let Some(version) = app.workspace.versions.get(index).cloned() else {
+            self.compiles.finished(&index);
             return;
         };
-        self.in_flight.insert(index);
         let (compiler, hl, tx, sass) = (
             self.compiler.clone(),
             self.highlighter.clone(),
@@ -233,123 +234,104 @@ impl Engine {
         });
     }
 
-    /// Plans a version's runs at every size its backend takes, and queues them: on the GPU
-    /// when there is one, else on the CPU (checks only, labelled emulated). The size on screen
-    /// goes first, and on the GPU as a quick look (checked, with a few timed samples, shown as
-    /// provisional) before its full run and then the other sizes.
+    /// Plans a version's runs at every size its backend takes, and submits them: to the GPU
+    /// when there is one, else to the CPU (checks only, labelled emulated). On the GPU the size
+    /// on screen gets a quick look (checked, with a few timed samples, shown as provisional)
+    /// before its full run; the scheduler puts the user's save and selection first.
     fn request_run(&mut self, app: &mut App, index: usize, generation: u64) {
         let on_gpu = matches!(app.gpu, GpuState::Present(_));
-        let queue = if on_gpu {
-            self.gpu.clone()
-        } else {
-            Some(self.cpu_queue())
-        };
-        let Some(queue) = queue else { return };
-        let (Some(v), Some(view)) = (app.workspace.versions.get(index), app.versions.get(index))
-        else {
+        if !on_gpu {
+            self.start_cpu();
+        }
+        let Some(compiled) = app.versions.get(index).and_then(|v| v.compiled.clone()) else {
             return;
         };
-        let Some(compiled) = view.compiled.clone() else {
-            return;
-        };
-        let reference = match &app.workspace.reference {
-            crate::workspace::Reference::Version(name) => app
-                .workspace
-                .versions
-                .iter()
-                .zip(&app.versions)
-                .find(|(x, _)| &x.name == name)
-                .and_then(|(x, xv)| xv.compiled.clone().map(|c| (x.clone(), c))),
-            _ => None,
-        };
-        let opts = PlanOptions {
-            seed: self.seed,
-            bench: watch_bench(on_gpu),
-        };
-        let mut sizes = run_sizes(app);
+        let sizes = run_sizes(app);
         if !sizes
             .iter()
             .all(|&i| compiled.serves(&app.workspace.sizes[i].name))
         {
             // Compiled while the backend was unknown or another: compile for this one, which
             // then runs.
-            self.spawn_compile(app, index, generation);
+            self.effect(app, Effect::Compile { index, generation });
             return;
         }
-        let quick_look = on_gpu && sizes.contains(&app.size);
-        if let Some(p) = sizes.iter().position(|s| *s == app.size) {
-            sizes[..=p].rotate_right(1);
-        }
-        let mut jobs = Vec::new();
-        for (k, size_index) in sizes.into_iter().enumerate() {
-            let size = &app.workspace.sizes[size_index];
-            let c = compiled.for_size(&size.name);
-            let r = reference
-                .as_ref()
-                .map(|(x, rc)| (x, rc.for_size(&size.name)));
-            let planned = plan_job(
-                &app.workspace,
-                v,
-                c,
-                size,
-                app.arch.spec(),
-                r,
-                size_index as u64,
-                &opts,
-            )
-            .map_err(|e| e.to_string());
-            let (bytes, flops) = work(&app.workspace, v, size).unwrap_or((None, None));
-            let run = PlannedRun {
-                size: size_index,
-                size_name: size.name.clone(),
-                bytes,
-                flops,
-                job: planned,
-                cpu: (!on_gpu).then(|| CpuJob {
-                    code: c.clone(),
-                    reference: r.map(|(_, rc)| rc.clone()),
-                }),
-                provisional: false,
-            };
-            if k == 0 && quick_look {
-                jobs.push(run.quick_look());
-            }
-            jobs.push(run);
-        }
-        let peak = match &app.gpu {
-            GpuState::Present(d) => d.peak().0,
-            _ => None,
+        let reference = reference_index(&app.workspace)
+            .and_then(|i| app.versions.get(i))
+            .and_then(|v| v.compiled.clone());
+        let planning = Planning {
+            ws: &app.workspace,
+            arch: app.arch.spec(),
+            seed: self.seed,
+            bench: watch_bench(on_gpu),
+            quick_look_at: (on_gpu && sizes.contains(&app.size)).then_some(app.size),
         };
-        let _ = queue.send(GpuRequest {
+        let runs = plan_runs(
+            &planning,
             index,
+            &compiled,
+            reference.as_ref(),
+            &sizes,
+            false,
+        );
+        self.pool.submit(Request {
+            version: index,
             generation,
-            version: v.name.clone(),
-            jobs,
-            peak,
+            target: if on_gpu { Target::Gpu } else { Target::Cpu },
+            runs,
+            saved: generation > 1,
         });
     }
 
-    /// The CPU thread's queue, started on first use.
-    fn cpu_queue(&mut self) -> Sender<GpuRequest> {
-        self.cpu
-            .get_or_insert_with(|| {
-                let (ctx, crx) = channel();
-                let tx = self.tx.clone();
-                std::thread::spawn(move || super::cpu_runs::cpu_thread(crx, tx));
-                ctx
-            })
-            .clone()
+    /// With no GPU, runs go to the CPU: two backends, so that one runaway kernel (stopped by
+    /// its watchdog, or by the next save of its version) does not hold up every other version.
+    fn start_cpu(&mut self) {
+        if !std::mem::replace(&mut self.cpu_started, true) {
+            for _ in 0..CPU_BACKENDS {
+                self.pool.add(Box::new(CpuBackend::new(CpuEngine::Auto, 0)));
+            }
+        }
     }
 }
 
-/// The quick look's stop rule: a handful of samples, tens of milliseconds at most.
-const QUICK_LOOK: StopRule = StopRule {
-    min_samples: 3,
-    min_time_s: 0.0,
-    max_time_s: 0.03,
-    target_rel_std_error: 0.02,
-    max_samples: 64,
-};
+/// How many jobs watch runs at once on the CPU.
+const CPU_BACKENDS: usize = 2;
+
+/// An engine event as the action the UI applies.
+fn run_action(e: Event) -> Action {
+    match e {
+        Event::Phase {
+            version,
+            generation,
+            size,
+            phase,
+        } => Action::Run {
+            index: version,
+            generation,
+            size,
+            event: RunEvent::Phase(phase),
+        },
+        Event::Finished {
+            version,
+            generation,
+            size,
+            result,
+            samples,
+            last,
+            provisional,
+        } => Action::Run {
+            index: version,
+            generation,
+            size,
+            event: RunEvent::Finished {
+                result,
+                samples,
+                last,
+                provisional,
+            },
+        },
+    }
+}
 
 /// Watch mode favours quick feedback over the last digit: a shorter time budget per size.
 /// On the CPU there is nothing to time.
@@ -374,73 +356,22 @@ fn watch_bench(gpu: bool) -> BenchSpec {
     }
 }
 
-fn fresh_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-}
-
-#[derive(Clone)]
-pub(super) struct PlannedRun {
-    pub size: usize,
-    pub size_name: String,
-    pub bytes: Option<u64>,
-    pub flops: Option<u64>,
-    pub job: Result<RunJob, String>,
-    /// For a CPU run: the compiles whose code runs (the version's and its reference's).
-    pub cpu: Option<CpuJob>,
-    /// A quick look, refined by the run that follows it in the request.
-    pub provisional: bool,
-}
-
-impl PlannedRun {
-    /// This run as a quick look: checked, with a short warm-up and a few samples. The full run
-    /// after it needs no second check of the same inputs; it keeps the quick look's.
-    fn quick_look(&self) -> PlannedRun {
-        let mut quick = self.clone();
-        quick.provisional = true;
-        if let Ok(job) = &mut quick.job {
-            job.bench.warmup_ms = 2.0;
-            job.bench.stop = QUICK_LOOK;
-        }
-        quick
-    }
-}
-
-#[derive(Clone)]
-pub(super) struct CpuJob {
-    pub code: CompiledVersion,
-    pub reference: Option<CompiledVersion>,
-}
-
-/// The runs of one version, for the GPU thread or the CPU thread.
-pub(super) struct GpuRequest {
-    pub index: usize,
-    pub generation: u64,
-    pub version: String,
-    pub jobs: Vec<PlannedRun>,
-    pub peak: Option<f64>,
-}
-
-/// Owns the supervisor. Requests queue up; before each job, newer requests for the same version
-/// replace older ones, so a superseded source is never benchmarked after a newer save arrives.
-/// When the worker is lost for good (a dropped connection to a remote one), the job in flight is
-/// marked, the rest wait, and the reconnect key (`reconnect`) resumes them.
-fn gpu_thread(
-    cmd: WorkerCommand,
-    rx: Receiver<GpuRequest>,
-    reconnect: Receiver<()>,
-    tx: Sender<Msg>,
-) {
-    let send = |a: Action| tx.send(Msg::Action(a)).is_ok();
-    let mut sup = loop {
+/// Starts the GPU worker, telling the UI how it went; until it answers, each press of the
+/// reconnect key tries again. Once it does, the GPU joins the pool, and the same key brings
+/// back a remote worker whose connection is lost (the job in flight then runs again).
+fn find_gpu(cmd: WorkerCommand, reconnect: Receiver<()>, tx: Sender<Msg>, pool: Arc<Pool>) {
+    let send = move |a: Action| tx.send(Msg::Action(a)).is_ok();
+    loop {
         let started = Supervisor::start(cmd.clone())
             .and_then(|mut s| s.device(0).map(|d| (s, d)))
             .map_err(|e| e.to_string());
         match started {
-            Ok((s, d)) => {
-                send(Action::Gpu(GpuState::Present(d)));
-                break s;
+            Ok((sup, device)) => {
+                send(Action::Gpu(GpuState::Present(device.clone())));
+                let recover = move |sup: &mut Supervisor| wait_reconnect(sup, &reconnect, &send);
+                let gpu = GpuBackend::new(sup, 0, device).with_recovery(Box::new(recover));
+                pool.add(Box::new(gpu));
+                return;
             }
             Err(e) => {
                 send(Action::Gpu(GpuState::Absent(format!(
@@ -450,153 +381,6 @@ fn gpu_thread(
                     return;
                 }
                 send(Action::Gpu(GpuState::Probing));
-            }
-        }
-    };
-    let queue: RefCell<Vec<GpuRequest>> = RefCell::new(Vec::new());
-    // Newer requests replace queued ones for the same version.
-    let pull = || {
-        while let Ok(r) = rx.try_recv() {
-            let mut q = queue.borrow_mut();
-            q.retain(|x| x.index != r.index);
-            q.push(r);
-        }
-    };
-    let superseded = |index: usize| {
-        pull();
-        queue.borrow().iter().any(|q| q.index == index)
-    };
-    loop {
-        if queue.borrow().is_empty() {
-            match rx.recv() {
-                Ok(r) => queue.borrow_mut().push(r),
-                Err(_) => return,
-            }
-        }
-        pull();
-        let req = queue.borrow_mut().remove(0);
-        let n = req.jobs.len();
-        // The last quick look's result and samples: its check stands for the full run that
-        // refines it.
-        let mut quick: Option<(RunResult, Vec<f64>)> = None;
-        for (k, p) in req.jobs.iter().enumerate() {
-            // A newer save of this version arrived: drop the rest of this request.
-            if superseded(req.index) {
-                break;
-            }
-            let refines = quick
-                .take()
-                .filter(|(q, _)| !p.provisional && q.size == p.size_name);
-            if let Some((q, samples)) = refines
-                .as_ref()
-                .filter(|(q, _)| q.status != crate::report::Status::Ok)
-            {
-                // The quick look failed or was skipped: nothing to refine, and its result is
-                // final (sent again as such, so the version knows when its last size is in).
-                let final_result = Action::Run {
-                    index: req.index,
-                    generation: req.generation,
-                    size: p.size,
-                    event: RunEvent::Finished {
-                        result: Box::new(q.clone()),
-                        samples: samples.clone(),
-                        last: k + 1 == n,
-                        provisional: false,
-                    },
-                };
-                if !send(final_result) {
-                    return;
-                }
-                continue;
-            }
-            let mut result = RunResult::new(&req.version, &p.size_name, crate::report::Status::Ok);
-            (result.bytes, result.flops) = (p.bytes, p.flops);
-            let mut samples = Vec::new();
-            match &p.job {
-                Err(e) => {
-                    result.status = crate::report::Status::Error;
-                    result.message = Some(e.clone());
-                }
-                Ok(job) => {
-                    let (index, generation, size) = (req.index, req.generation, p.size);
-                    let cancel = || superseded(index);
-                    let mut phase = |phase| {
-                        send(Action::Run {
-                            index,
-                            generation,
-                            size,
-                            event: RunEvent::Phase(phase),
-                        });
-                    };
-                    let refined;
-                    let job = match &refines {
-                        Some(_) => {
-                            refined = RunJob {
-                                bench: BenchSpec {
-                                    check: false,
-                                    ..job.bench.clone()
-                                },
-                                ..job.clone()
-                            };
-                            &refined
-                        }
-                        None => job,
-                    };
-                    let outcome = sup.run_cancellable(job, &mut phase, &cancel);
-                    if outcome == JobResult::Cancelled {
-                        // An in-flight benchmark of a superseded source: the newer one runs next.
-                        break;
-                    }
-                    if let JobResult::Done(o) = &outcome {
-                        samples = o.samples_us.clone();
-                    }
-                    crate::batch::fill_result(&mut result, outcome, req.peak);
-                    if let Some((q, _)) = &refines {
-                        if result.check.is_none() {
-                            result.check = q.check.clone();
-                        }
-                    }
-                }
-            }
-            if p.provisional {
-                quick = Some((result.clone(), samples.clone()));
-            }
-            let lost = !sup.connected();
-            if lost {
-                let why = result.message.take().unwrap_or_default();
-                result.status = crate::report::Status::Crashed;
-                result.message = Some(format!(
-                    "connection to the worker lost: {why}\npress c to reconnect and resume"
-                ));
-            }
-            if !send(Action::Run {
-                index: req.index,
-                generation: req.generation,
-                size: p.size,
-                event: RunEvent::Finished {
-                    result: Box::new(result),
-                    samples,
-                    last: k + 1 == n,
-                    provisional: p.provisional,
-                },
-            }) {
-                return;
-            }
-            if lost {
-                // This job and the rest of its request run again once reconnected, unless a
-                // newer save of the version comes first.
-                if !superseded(req.index) {
-                    let rest = GpuRequest {
-                        jobs: req.jobs[k..].to_vec(),
-                        version: req.version.clone(),
-                        ..req
-                    };
-                    queue.borrow_mut().insert(0, rest);
-                }
-                if !wait_reconnect(&mut sup, &reconnect, &send) {
-                    return;
-                }
-                break;
             }
         }
     }

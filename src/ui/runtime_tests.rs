@@ -3,6 +3,7 @@
 //! Real NVRTC compiles, no terminal.
 
 use super::*;
+use crate::compile::CompiledVersion;
 use crate::report::DeviceInfo;
 use std::path::Path;
 

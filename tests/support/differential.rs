@@ -57,7 +57,7 @@ pub fn planned(dir: &Path, arch: Arch, case: &Case) -> Result<(RunJob, CompiledV
     };
     // `kwb batch --sizes S` keeps only S, so its seed is that of size index 0.
     let plan = PlanOptions {
-        seed: kwb::batch::size_seed(case.seed, 0),
+        seed: kwb::engine::plan::size_seed(case.seed, 0),
         bench,
     };
     let job = plan_job(

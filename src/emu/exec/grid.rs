@@ -57,17 +57,10 @@ pub fn run(
     let total = gx * gy * gz;
     let mem: &Memory = mem;
     let files = &module.files;
-    let deadline = opts.watchdog_ms.map(|ms| {
-        (
-            std::time::Instant::now() + std::time::Duration::from_millis(ms),
-            ms,
-        )
-    });
+    let deadline = crate::watchdog::Watchdog::start(opts.watchdog_ms, opts.cancel.as_ref());
     let one = |i: u64| -> Result<CtaOut, EmuError> {
-        if let Some((at, ms)) = deadline {
-            if std::time::Instant::now() > at {
-                return Err(EmuError::Timeout(ms));
-            }
+        if let Some(w) = &deadline {
+            w.check()?;
         }
         let ctaid = [
             (i % gx) as u32,
@@ -76,7 +69,7 @@ pub fn run(
         ];
         let mut cta = Cta::new(e, files, mem, &params, launch, ctaid);
         cta.globals = &globals;
-        cta.deadline = deadline;
+        cta.deadline = deadline.clone();
         cta.run()?;
         Ok(CtaOut {
             findings: cta.findings,

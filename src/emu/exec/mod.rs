@@ -76,7 +76,7 @@ pub(crate) struct Cta<'a> {
     findings: Findings,
     count: u64,
     /// When the launch's watchdog runs out, and its length in ms.
-    deadline: Option<(std::time::Instant, u64)>,
+    deadline: Option<crate::watchdog::Watchdog>,
     /// Warp steps since the clock was last read.
     ticks: u32,
     approx: BTreeSet<&'static str>,

@@ -146,10 +146,8 @@ impl<'a> Cta<'a> {
             }
             self.ticks = self.ticks.wrapping_add(1);
             if self.ticks.is_multiple_of(4096) {
-                if let Some((at, ms)) = self.deadline {
-                    if std::time::Instant::now() > at {
-                        return Err(EmuError::Timeout(ms));
-                    }
+                if let Some(w) = &self.deadline {
+                    w.check()?;
                 }
             }
         }

@@ -76,9 +76,11 @@ pub(super) fn run(
             threads: opts.threads,
             max_findings: opts.max_findings,
             watchdog_ms,
+            cancel: opts.cancel.clone(),
         };
         let report = emu::run(module, &launch, &mut mem, &eopts).map_err(|e| match e {
             emu::EmuError::Timeout(_) => Stop::Timeout(format!("launch {i} ({}): {e}", l.entry)),
+            emu::EmuError::Cancelled => Stop::Cancelled,
             e => Stop::Error(format!("launch {i} ({}): {e}", l.entry)),
         })?;
         work += report.instructions;

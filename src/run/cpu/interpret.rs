@@ -17,6 +17,7 @@ pub(super) fn run(
     start: &HashMap<String, Vec<u8>>,
     want: &[&BufferSpec],
     watchdog_ms: Option<u64>,
+    opts: &super::CpuOptions,
 ) -> Result<Ran, Stop> {
     let mut buffers: Vec<InterpBuffer> = specs
         .iter()
@@ -56,7 +57,14 @@ pub(super) fn run(
                 )),
             })
             .collect::<Result<Vec<_>, String>>()?;
-        match interp::run_watched(kernel, l.grid, &args, &mut buffers, watchdog_ms) {
+        match interp::run_watched(
+            kernel,
+            l.grid,
+            &args,
+            &mut buffers,
+            watchdog_ms,
+            opts.cancel.as_ref(),
+        ) {
             Ok(stats) => work += stats.ops,
             Err(e) if e.is_finding() => {
                 findings.push(Finding {
@@ -76,7 +84,9 @@ pub(super) fn run(
             Err(e) => {
                 let [x, y, z] = e.program;
                 let message = format!("launch {i} ({}): {e} (program ({x}, {y}, {z}))", l.entry);
-                return Err(if e.is_timeout() {
+                return Err(if e.is_cancelled() {
+                    Stop::Cancelled
+                } else if e.is_timeout() {
                     Stop::Timeout(message)
                 } else {
                     Stop::Error(message)

@@ -39,12 +39,14 @@ impl CpuCode {
 pub const CPU_WATCHDOG_MS: u64 = 120_000;
 
 /// Per-run limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CpuOptions {
     /// Worker threads for CTAs (0: every core).
     pub threads: usize,
     /// Findings kept per run; the rest are counted.
     pub max_findings: usize,
+    /// Set to stop the run: its work is no longer wanted ([`CpuOutcome::cancelled`]).
+    pub cancel: Option<crate::watchdog::CancelFlag>,
 }
 
 impl Default for CpuOptions {
@@ -52,6 +54,7 @@ impl Default for CpuOptions {
         CpuOptions {
             threads: 0,
             max_findings: 32,
+            cancel: None,
         }
     }
 }
@@ -68,6 +71,8 @@ pub struct CpuOutcome {
     pub skipped: Option<String>,
     /// A launch ran past the job's watchdog, as the GPU worker's timeout: the message.
     pub timed_out: Option<String>,
+    /// The run was stopped through [`CpuOptions::cancel`]; nothing else in it counts.
+    pub cancelled: bool,
     /// Lane-instructions (emulator) or tile operations (interpreter) executed.
     pub work: u64,
 }
@@ -79,6 +84,8 @@ pub(super) enum Stop {
     Error(String),
     /// A launch ran past the job's watchdog (`RunJob::bench.watchdog_ms`).
     Timeout(String),
+    /// The run was cancelled.
+    Cancelled,
 }
 
 impl From<String> for Stop {
@@ -91,6 +98,7 @@ impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Stop::Error(e) | Stop::Timeout(e) => f.write_str(e),
+            Stop::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -119,7 +127,7 @@ fn run_program(
     let watchdog = (watchdog_ms > 0).then_some(watchdog_ms);
     match code {
         CpuCode::Ptx(m) => emulate::run(m, program, specs, start, want, opts, watchdog),
-        CpuCode::Tile(k) => interpret::run(k, program, specs, start, want, watchdog),
+        CpuCode::Tile(k) => interpret::run(k, program, specs, start, want, watchdog, opts),
     }
 }
 
@@ -170,6 +178,10 @@ pub fn run_job(
         Ok(r) => r,
         Err(Stop::Timeout(e)) => {
             out.timed_out = Some(e);
+            return out;
+        }
+        Err(Stop::Cancelled) => {
+            out.cancelled = true;
             return out;
         }
         Err(Stop::Error(e)) => {

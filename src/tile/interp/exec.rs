@@ -91,7 +91,7 @@ pub(super) struct Machine<'a> {
     /// Statement executions allowed ([`MAX_STEPS`] unless a test lowers it).
     pub max_steps: u64,
     /// When the launch's watchdog runs out, and its length in ms.
-    pub deadline: Option<(std::time::Instant, u64)>,
+    pub deadline: Option<crate::watchdog::Watchdog>,
     pub ops: u64,
 }
 
@@ -135,16 +135,21 @@ impl<'a> Machine<'a> {
     fn step(&mut self) -> Result<(), Fault> {
         self.steps += 1;
         if self.steps.is_multiple_of(4096) {
-            if let Some((at, ms)) = self.deadline {
-                if std::time::Instant::now() > at {
-                    return Err(Fault {
-                        kind: FaultKind::Timeout,
-                        message: format!(
-                            "the launch ran past its watchdog of {ms} ms (an endless loop?)"
-                        ),
-                        line: None,
-                    });
-                }
+            if let Some(Err(stopped)) = self.deadline.as_ref().map(|w| w.check()) {
+                let (kind, message) = match stopped {
+                    crate::watchdog::Stopped::Timeout(ms) => (
+                        FaultKind::Timeout,
+                        format!("the launch ran past its watchdog of {ms} ms (an endless loop?)"),
+                    ),
+                    crate::watchdog::Stopped::Cancelled => {
+                        (FaultKind::Cancelled, "the launch was cancelled".to_string())
+                    }
+                };
+                return Err(Fault {
+                    kind,
+                    message,
+                    line: None,
+                });
             }
         }
         if self.steps > self.max_steps {

@@ -52,6 +52,7 @@ impl InterpError {
             FaultKind::FalseAssumption => "false-assumption",
             FaultKind::Interpreter => "interpreter",
             FaultKind::Timeout => "timeout",
+            FaultKind::Cancelled => "cancelled",
         }
     }
 
@@ -60,9 +61,17 @@ impl InterpError {
         self.kind == FaultKind::Timeout
     }
 
+    /// The launch was stopped because its work is no longer wanted.
+    pub fn is_cancelled(&self) -> bool {
+        self.kind == FaultKind::Cancelled
+    }
+
     /// A fault of the kernel itself (reported as a finding), not of the interpreter's run.
     pub fn is_finding(&self) -> bool {
-        !matches!(self.kind, FaultKind::Interpreter | FaultKind::Timeout)
+        !matches!(
+            self.kind,
+            FaultKind::Interpreter | FaultKind::Timeout | FaultKind::Cancelled
+        )
     }
 }
 
@@ -85,6 +94,7 @@ enum FaultKind {
     FalseAssumption,
     Interpreter,
     Timeout,
+    Cancelled,
 }
 
 /// An error inside the interpreter, before the launch-level facts (program, file) are added.
@@ -149,8 +159,10 @@ pub fn run_watched(
     args: &[InterpArg],
     buffers: &mut [InterpBuffer],
     watchdog_ms: Option<u64>,
+    cancel: Option<&crate::watchdog::CancelFlag>,
 ) -> Result<InterpStats, InterpError> {
-    run_limited(kernel, grid, args, buffers, exec::MAX_STEPS, watchdog_ms)
+    let watchdog = crate::watchdog::Watchdog::start(watchdog_ms, cancel);
+    run_limited(kernel, grid, args, buffers, exec::MAX_STEPS, watchdog)
 }
 
 /// [`run`], stopping after `max_steps` statement executions.
@@ -160,7 +172,7 @@ fn run_limited(
     args: &[InterpArg],
     buffers: &mut [InterpBuffer],
     max_steps: u64,
-    watchdog_ms: Option<u64>,
+    watchdog: Option<crate::watchdog::Watchdog>,
 ) -> Result<InterpStats, InterpError> {
     let file = Some(kernel.file.display().to_string());
     let error = |program: [u32; 3], f: Fault| InterpError {
@@ -177,12 +189,7 @@ fn run_limited(
     let run = std::panic::AssertUnwindSafe(|| {
         let mut m = exec::Machine::new(kernel, vars, grid, buffers);
         m.max_steps = max_steps;
-        m.deadline = watchdog_ms.map(|ms| {
-            (
-                std::time::Instant::now() + std::time::Duration::from_millis(ms),
-                ms,
-            )
-        });
+        m.deadline = watchdog.clone();
         m.launch()
             .map(|()| InterpStats { ops: m.ops })
             .map_err(|(pid, f)| error(pid, f))

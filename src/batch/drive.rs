@@ -1,0 +1,134 @@
+//! A batch on the engine: compile every version, plan every (version, size), submit them all,
+//! and gather the results in plan order while a progress line follows the events. The GPU and
+//! CPU batches differ only in the backends they hand in.
+
+use super::{compile_diagnostics, BatchError, BatchOptions, ProgressLine};
+use crate::compile::{Arch, Cache, CompiledVersion, Compiler};
+use crate::diag::Diagnostic;
+use crate::engine::plan::{config_compile_failures, fresh_seed, reference_index};
+use crate::engine::{plan_runs, Backend, Event, Order, Planning, Pool, Request, Target};
+use crate::report::{RunResult, Status};
+use crate::run::protocol::BenchSpec;
+use crate::workspace::Workspace;
+use std::collections::{HashMap, HashSet};
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What compiling the workspace came to, for the outcome.
+pub(super) struct Compiled {
+    pub compile_errors: bool,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Compiles `ws` for `arch` and runs every version at every size on `backends`: the results,
+/// sizes in order and each size's versions in order.
+pub(super) fn drive(
+    ws: &Workspace,
+    opts: &BatchOptions,
+    arch: Arch,
+    bench: BenchSpec,
+    target: Target,
+    backends: Vec<Box<dyn Backend>>,
+) -> Result<(Vec<RunResult>, Compiled), BatchError> {
+    let cache = if opts.cache {
+        Cache::default_location()
+    } else {
+        Cache::disabled()
+    };
+    let compiler = Compiler::new(arch, cache).map_err(|e| BatchError::Compile(e.to_string()))?;
+    let compiled: Vec<Arc<CompiledVersion>> = compiler
+        .compile_workspace(ws)
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    let config_failures = config_compile_failures(ws, &compiled);
+    let compiled_info = Compiled {
+        compile_errors: compiled
+            .iter()
+            .zip(&config_failures)
+            .any(|(c, skip)| !c.ok && !skip),
+        diagnostics: compile_diagnostics(&compiled, &config_failures),
+    };
+    let planning = Planning {
+        ws,
+        arch: arch.spec(),
+        seed: opts.seed.unwrap_or_else(fresh_seed),
+        bench,
+        quick_look_at: None,
+    };
+    let reference = reference_index(ws).map(|i| compiled[i].clone());
+    let sizes: Vec<usize> = (0..ws.sizes.len()).collect();
+    let (tx, rx) = channel();
+    let pool = Pool::new(Order::Plan, Arc::new(move |e| tx.send(e).is_ok()));
+    for b in backends {
+        pool.add(b);
+    }
+    for (v, c) in compiled.iter().enumerate() {
+        let runs = plan_runs(
+            &planning,
+            v,
+            c,
+            reference.as_ref(),
+            &sizes,
+            config_failures[v],
+        );
+        pool.submit(Request {
+            version: v,
+            generation: 1,
+            target,
+            runs,
+            saved: false,
+        });
+    }
+    let total = sizes.len() * ws.versions.len();
+    let mut progress = ProgressLine::new(total);
+    let mut results: HashMap<(usize, usize), RunResult> = HashMap::new();
+    let mut started: HashSet<(usize, usize)> = HashSet::new();
+    let mut label = |progress: &mut ProgressLine, v: usize, size: usize| {
+        if started.insert((v, size)) {
+            progress.start(&ws.versions[v].name, &ws.sizes[size].name);
+        }
+    };
+    while results.len() < total {
+        match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(Event::Phase {
+                version,
+                size,
+                phase,
+                ..
+            }) => {
+                label(&mut progress, version, size);
+                progress.phase(phase);
+            }
+            Ok(Event::Finished {
+                version,
+                size,
+                result,
+                provisional: false,
+                ..
+            }) => {
+                label(&mut progress, version, size);
+                results.insert((version, size), *result);
+            }
+            Ok(Event::Finished { .. }) => {}
+            Err(RecvTimeoutError::Timeout) if pool.alive() => {}
+            Err(_) => break,
+        }
+    }
+    progress.finish();
+    for b in pool.stop() {
+        b.shutdown();
+    }
+    let mut out = Vec::with_capacity(total);
+    for size in sizes {
+        for (v, version) in ws.versions.iter().enumerate() {
+            out.push(results.remove(&(v, size)).unwrap_or_else(|| {
+                let mut r = RunResult::new(&version.name, &ws.sizes[size].name, Status::Error);
+                r.message = Some("the engine stopped before this run".into());
+                r
+            }));
+        }
+    }
+    Ok((out, compiled_info))
+}
