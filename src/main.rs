@@ -69,6 +69,11 @@ struct BenchUiArgs {
     /// The size on screen for `--gpu`.
     #[arg(long, default_value = "16Mi")]
     size: String,
+    /// With `--gpu`, first measure watch's start: `--version` is saved this many ms after
+    /// start, during the first pass (its result's latency, and when every version has a figure
+    /// at `--size`).
+    #[arg(long)]
+    first_pass_save_ms: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -681,6 +686,29 @@ fn run_bench_ui(a: BenchUiArgs) -> i32 {
                 return exit::NO_GPU;
             }
         };
+        if let Some(after) = a.first_pass_save_ms {
+            let after = std::time::Duration::from_millis(after);
+            match bench::first_pass(&a.workspace, &a.version, &a.size, after, worker.clone()) {
+                Ok(f) => println!(
+                    "first pass: GPU ready {:.0} ms after start; {} saved {} ms after start: \
+                     its result at {} {:.0} ms after the save{}; every one of {} versions \
+                     had a figure at {} {:.0} ms after start",
+                    f.gpu_ready_ms,
+                    a.version,
+                    after.as_millis(),
+                    a.size,
+                    f.save_to_result_ms,
+                    if f.provisional { " (quick look)" } else { "" },
+                    f.versions,
+                    a.size,
+                    f.every_version_ms
+                ),
+                Err(e) => {
+                    eprintln!("error: first pass: {e}");
+                    return exit::NO_GPU;
+                }
+            }
+        }
         match bench::save_to_result(&a.workspace, &a.version, &a.size, a.saves, worker) {
             Ok((compiled, result)) => {
                 let compiled_name = format!("save to compile on screen ({})", a.version);

@@ -3,7 +3,9 @@
 //! drops the older one's queued runs and cancels its running ones. In watch the user comes
 //! first: the version just saved, then the selected version, get their quick look at the
 //! viewed size before anything else; every version gets a quick look before any is refined;
-//! then full runs at the viewed size, then the other sizes. A batch runs in plan order.
+//! then full runs at the viewed size, then the other sizes. A save also preempts the full runs
+//! of other versions in flight (they go back to the queue), so its quick look starts at once.
+//! A batch runs in plan order.
 
 use super::latest::{LatestWins, Offer};
 use super::plan::PlannedRun;
@@ -85,7 +87,8 @@ pub struct Focus {
 struct Active {
     generation: u64,
     queued: Vec<Task>,
-    running: Vec<CancelFlag>,
+    /// The running tasks' cancel flags, and whether a save may preempt them (full runs).
+    running: Vec<(CancelFlag, bool)>,
 }
 
 pub struct Scheduler {
@@ -122,13 +125,19 @@ impl Scheduler {
         let version = request.version;
         if request.saved {
             self.saved = Some(version);
+            // The save's quick look goes first: full runs of other versions step aside.
+            for (_, a) in self.active.iter().filter(|(v, _)| **v != version) {
+                for (flag, _) in a.running.iter().filter(|(_, preemptible)| *preemptible) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
         }
         match self.requests.offer(version, request) {
             Offer::Start(r) => self.activate(r),
             Offer::Queued => {
                 if let Some(a) = self.active.get_mut(&version) {
                     a.queued.clear();
-                    for flag in &a.running {
+                    for (flag, _) in &a.running {
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
@@ -198,7 +207,8 @@ impl Scheduler {
         let mut task = a.queued.remove(i);
         task.id = self.next_id;
         self.next_id += 1;
-        a.running.push(task.cancel.clone());
+        let preemptible = self.order == Order::Watch && !task.run.provisional;
+        a.running.push((task.cancel.clone(), preemptible));
         Some(task)
     }
 
@@ -233,12 +243,19 @@ impl Scheduler {
         let Some(a) = self.active.get_mut(&version) else {
             return done;
         };
-        a.running.retain(|f| !Arc::ptr_eq(f, &task.cancel));
+        a.running.retain(|(f, _)| !Arc::ptr_eq(f, &task.cancel));
         let current = a.generation == task.generation && !self.requests.superseded(&version);
         match ending {
             Ending::Requeue if current => {
                 task.seq = 0;
+                task.cancel = Arc::new(AtomicBool::new(false));
                 a.queued.insert(0, task);
+            }
+            // Cancelled while its request still stands: preempted by another version's save.
+            // It runs again in its turn.
+            Ending::Cancelled if current => {
+                task.cancel = Arc::new(AtomicBool::new(false));
+                a.queued.push(task);
             }
             Ending::Finished { status, check } if current && task.run.provisional => {
                 // The full run at the same size refines a good quick look, and goes without

@@ -250,3 +250,37 @@ fn a_backend_takes_only_the_runs_planned_for_its_kind() {
     assert!(s.next(Target::Gpu).is_none());
     assert!(s.next(Target::Cpu).is_some());
 }
+
+#[test]
+fn a_save_preempts_another_versions_full_run_which_runs_again_later() {
+    let mut s = Scheduler::new(Order::Watch);
+    s.submit(watch_request(0, 1, 1, 0, false));
+    let quick = s.next(Target::Gpu).unwrap();
+    s.finish(quick, ok());
+    let full = s.next(Target::Gpu).unwrap();
+    assert!(!full.run.provisional);
+    s.submit(watch_request(1, 2, 1, 0, true));
+    assert!(
+        full.cancel.load(Ordering::Relaxed),
+        "the full run steps aside"
+    );
+    assert!(!s.finish(full, Ending::Cancelled).last);
+    let next = s.next(Target::Gpu).unwrap();
+    assert_eq!((next.run.version, next.run.provisional), (1, true));
+    s.finish(next, ok());
+    let order = drain(&mut s);
+    assert!(
+        order.contains(&(0, 0, false)),
+        "the preempted run comes back: {order:?}"
+    );
+    assert!(s.idle());
+}
+
+#[test]
+fn a_save_leaves_quick_looks_in_flight_alone() {
+    let mut s = Scheduler::new(Order::Watch);
+    s.submit(watch_request(0, 1, 1, 0, false));
+    let quick = s.next(Target::Gpu).unwrap();
+    s.submit(watch_request(1, 2, 1, 0, true));
+    assert!(!quick.cancel.load(Ordering::Relaxed));
+}

@@ -2,13 +2,13 @@
 //! writes for every kernel, the clock Nsight reads. CUDA events around a launch also count the
 //! launch and the timestamps' own overhead (1.5–3 µs), a third of a 6 µs kernel.
 //!
-//! kwb asks for CUPTI's *serial* kernel records (`CUPTI_ACTIVITY_KIND_KERNEL`): the GPU stamps
-//! each kernel at its boundaries, and kernels run one at a time, as kwb's single stream runs
-//! them anyway. The *concurrent* records (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`, what
-//! torch.profiler and Nsight Systems ask for) are made by code CUPTI adds to every thread block,
-//! which slows kernels of many short blocks: on an H200 it read the 256Mi fp16 add with one
-//! element per thread 7.8% slower than CUDA events of the same launches did without it
-//! (docs/performance.md). `KWB_TIMER=cupti-concurrent` selects them, for that comparison.
+//! kwb reads CUPTI's *concurrent* kernel records (`CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`), the
+//! records torch.profiler and Nsight Systems read, so a kwb figure is the figure a user's own
+//! profiler gives for the same kernel. The *serial* records (`CUPTI_ACTIVITY_KIND_KERNEL`, the
+//! default until the engine issue) serialise every kernel and stamp it at its boundaries: on an
+//! H200 they read small kernels 1.3–2.3× above torch.profiler (64Ki and 1Mi adds), where the
+//! concurrent records agree within 0.13 µs (docs/performance.md, `scripts/clock_agreement.py`).
+//! `KWB_TIMER=cupti-serial` still selects the serial records; `KWB_TIMER=events` CUDA events.
 //!
 //! libcupti is optional and loaded at run time by full path (`cupti_locate`); kwb looks up
 //! every entry point itself and never calls one it did not find, so a missing or odd CUPTI
@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 /// Set to `events` to time with CUDA events even where CUPTI is available, or to
-/// `cupti-concurrent` for CUPTI's concurrent-kernel records instead of its serial ones.
+/// `cupti-serial` for CUPTI's serial kernel records instead of its concurrent ones.
 pub const TIMER_VAR: &str = "KWB_TIMER";
 
 // CUPTI's C API, as far as kwb uses it. Results are plain integers (0 is success), so an
@@ -46,8 +46,8 @@ const BUFFER_ALIGN: usize = 8;
 /// A loaded CUPTI with its callbacks registered.
 pub struct Cupti {
     pub path: PathBuf,
-    /// The activity kind enabled while tracing: serial kernel records unless `KWB_TIMER`
-    /// asks for the concurrent ones.
+    /// The activity kind enabled while tracing: concurrent kernel records unless `KWB_TIMER`
+    /// asks for the serial ones.
     kind: u32,
     enable: EnableFn,
     disable: EnableFn,
@@ -72,8 +72,8 @@ pub fn cupti() -> Result<&'static Cupti, String> {
 fn kind_for(timer: Option<&str>) -> Option<u32> {
     match timer.map(str::to_ascii_lowercase).as_deref() {
         Some("events") => None,
-        Some("cupti-concurrent") => Some(KIND_CONCURRENT_KERNEL),
-        _ => Some(KIND_KERNEL),
+        Some("cupti-serial") => Some(KIND_KERNEL),
+        _ => Some(KIND_CONCURRENT_KERNEL),
     }
 }
 
@@ -288,14 +288,15 @@ mod tests {
     }
 
     #[test]
-    fn serial_kernel_records_unless_events_or_the_concurrent_ones_are_asked_for() {
-        assert_eq!(kind_for(None), Some(KIND_KERNEL));
-        assert_eq!(kind_for(Some("cupti")), Some(KIND_KERNEL));
-        assert_eq!(kind_for(Some("Events")), None);
+    fn concurrent_kernel_records_unless_events_or_the_serial_ones_are_asked_for() {
+        assert_eq!(kind_for(None), Some(KIND_CONCURRENT_KERNEL));
+        assert_eq!(kind_for(Some("cupti")), Some(KIND_CONCURRENT_KERNEL));
         assert_eq!(
             kind_for(Some("cupti-concurrent")),
             Some(KIND_CONCURRENT_KERNEL)
         );
+        assert_eq!(kind_for(Some("Events")), None);
+        assert_eq!(kind_for(Some("cupti-serial")), Some(KIND_KERNEL));
     }
 
     #[test]

@@ -13,6 +13,10 @@ use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "bench_first_pass.rs"]
+mod first_pass;
+pub use first_pass::{first_pass, FirstPass};
+
 pub struct Percentiles {
     pub p50_ms: f64,
     pub p95_ms: f64,

@@ -113,7 +113,7 @@ impl Engine {
         });
     }
 
-    fn effect(&mut self, app: &mut App, effect: Effect) {
+    pub(super) fn effect(&mut self, app: &mut App, effect: Effect) {
         match effect {
             Effect::Compile { index, generation } => {
                 if let Offer::Start(g) = self.compiles.offer(index, generation) {
