@@ -689,20 +689,25 @@ fn run_bench_ui(a: BenchUiArgs) -> i32 {
         if let Some(after) = a.first_pass_save_ms {
             let after = std::time::Duration::from_millis(after);
             match bench::first_pass(&a.workspace, &a.version, &a.size, after, worker.clone()) {
-                Ok(f) => println!(
-                    "first pass: GPU ready {:.0} ms after start; {} saved {} ms after start: \
+                Ok(f) => {
+                    for l in &f.timeline {
+                        println!("  after the save: {l}");
+                    }
+                    println!(
+                        "first pass: GPU ready {:.0} ms after start; {} saved {} ms after start: \
                      its result at {} {:.0} ms after the save{}; every one of {} versions \
                      had a figure at {} {:.0} ms after start",
-                    f.gpu_ready_ms,
-                    a.version,
-                    after.as_millis(),
-                    a.size,
-                    f.save_to_result_ms,
-                    if f.provisional { " (quick look)" } else { "" },
-                    f.versions,
-                    a.size,
-                    f.every_version_ms
-                ),
+                        f.gpu_ready_ms,
+                        a.version,
+                        after.as_millis(),
+                        a.size,
+                        f.save_to_result_ms,
+                        if f.provisional { " (quick look)" } else { "" },
+                        f.versions,
+                        a.size,
+                        f.every_version_ms
+                    )
+                }
                 Err(e) => {
                     eprintln!("error: first pass: {e}");
                     return exit::NO_GPU;

@@ -47,6 +47,12 @@ pub trait Backend: Send {
         true
     }
 
+    /// Whether [`Backend::recover`] can wait for the backend to come back (a user is there to
+    /// reconnect it). Without, a lost job is reported as it ended and the next job tries again.
+    fn recovers(&self) -> bool {
+        false
+    }
+
     /// Waits until the backend can run jobs again; false when it never will.
     fn recover(&mut self) -> bool {
         false
@@ -120,7 +126,7 @@ impl Backend for GpuBackend {
             _ => Vec::new(),
         };
         fill_gpu(result, outcome, self.peak);
-        if !self.sup.connected() {
+        if !self.sup.connected() && self.recovery.is_some() {
             let why = result.message.take().unwrap_or_default();
             result.status = Status::Crashed;
             result.message = Some(format!(
@@ -132,6 +138,10 @@ impl Backend for GpuBackend {
 
     fn connected(&self) -> bool {
         self.sup.connected()
+    }
+
+    fn recovers(&self) -> bool {
+        self.recovery.is_some()
     }
 
     fn recover(&mut self) -> bool {

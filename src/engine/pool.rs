@@ -152,7 +152,9 @@ fn serve(mut backend: Box<dyn Backend>, shared: &Shared, sink: &Sink) -> Box<dyn
             }
         };
         let (result, ran) = run_task(backend.as_mut(), &task, sink);
-        let lost = !backend.connected();
+        // A lost backend that can come back runs the job again once it has; one that cannot
+        // (a batch) reports the job as it ended and tries the next.
+        let lost = !backend.connected() && backend.recovers();
         let (version, generation, size) = (task.run.version, task.generation, task.run.size);
         let done = match &ran {
             Ran::Cancelled => None,

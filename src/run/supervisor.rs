@@ -30,6 +30,8 @@ const DEVICE_TIMEOUT: Duration = Duration::from_secs(120);
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// How long a cancelled job's worker has to confirm it stopped before it is replaced.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
+/// How often a wait for the worker looks up from its replies (to see a cancel).
+const POLL: Duration = Duration::from_millis(20);
 const STDERR_GRACE: Duration = Duration::from_millis(200);
 const STDERR_LINES: usize = 50;
 const STDERR_LINE_BYTES: usize = 1000;
@@ -124,7 +126,7 @@ impl Supervisor {
     /// Opens a GPU in the worker and returns its facts.
     pub fn device(&mut self, ordinal: u32) -> Result<DeviceInfo, SupervisorError> {
         let request = Request::Device { ordinal };
-        let answer = self.request(request, DEVICE_TIMEOUT, |reply| match reply {
+        let answer = self.request(request, DEVICE_TIMEOUT, |reply| match reply? {
             Reply::Device(info) => Some(Ok(Ok(info))),
             Reply::Error { id: None, message } => Some(Ok(Err(SupervisorError::Worker(message)))),
             Reply::Fault { error, .. } => Some(Err(Loss::Fault(error))),
@@ -143,8 +145,9 @@ impl Supervisor {
         self.run_cancellable(job, on_phase, &|| false)
     }
 
-    /// [`Supervisor::run`], but `cancelled` is asked at every reply (heartbeats come at least
-    /// every quarter second): once it says yes, the worker is stopped mid-job and replaced.
+    /// [`Supervisor::run`], but `cancelled` is asked at every reply and every [`POLL`] between
+    /// them: once it says yes, the worker is told to stop the job (and replaced if it does not
+    /// within a grace). A reply that ends the job wins over a cancel that comes with it.
     pub fn run_cancellable(
         &mut self,
         job: &RunJob,
@@ -154,20 +157,23 @@ impl Supervisor {
         let request = Request::Run(Box::new(job.clone()));
         let watchdog = Duration::from_millis(job.bench.watchdog_ms);
         let answer = self.request(request, watchdog, |reply| match reply {
-            _ if cancelled() => Some(Err(Loss::Cancelled(job.id))),
-            Reply::Phase { id, phase } if id == job.id => {
-                on_phase(phase);
-                None
-            }
-            Reply::Done(outcome) if outcome.id == job.id => Some(Ok(JobResult::Done(outcome))),
-            // The worker stopped the job (a cancel from an earlier wait that it saw late).
-            Reply::Cancelled { id } if id == job.id => Some(Ok(JobResult::Cancelled)),
-            Reply::Fault { id, error } if id == job.id => Some(Err(Loss::Fault(error))),
-            // One request at a time: an error without an id answers this one.
-            Reply::Error { id, message } if id.is_none_or(|i| i == job.id) => {
-                Some(Ok(JobResult::Failed { message }))
-            }
-            _ => None, // heartbeats, and stale replies
+            None => cancelled().then_some(Err(Loss::Cancelled(job.id))),
+            Some(reply) => match reply {
+                Reply::Phase { id, phase } if id == job.id && !cancelled() => {
+                    on_phase(phase);
+                    None
+                }
+                Reply::Done(outcome) if outcome.id == job.id => Some(Ok(JobResult::Done(outcome))),
+                // The worker stopped the job (a cancel from an earlier wait that it saw late).
+                Reply::Cancelled { id } if id == job.id => Some(Ok(JobResult::Cancelled)),
+                Reply::Fault { id, error } if id == job.id => Some(Err(Loss::Fault(error))),
+                // One request at a time: an error without an id answers this one.
+                Reply::Error { id, message } if id.is_none_or(|i| i == job.id) => {
+                    Some(Ok(JobResult::Failed { message }))
+                }
+                _ if cancelled() => Some(Err(Loss::Cancelled(job.id))),
+                _ => None, // heartbeats, and stale replies
+            },
         });
         match answer {
             Ok(result) => result,
@@ -218,28 +224,34 @@ impl Supervisor {
     }
 
     /// Sends a request and waits for the reply that ends it: `pick` returns `Some` for that
-    /// one, `None` for those to skip. Any reply at all resets the `silence` limit. A failed
-    /// send shows up as an error on the reply channel. A lost worker is replaced.
+    /// one, `None` for those to skip; it is also asked with no reply every [`POLL`] (to notice
+    /// a cancel between replies). Any reply at all resets the `silence` limit. A failed send
+    /// shows up as an error on the reply channel. A lost worker is replaced.
     fn request<T>(
         &mut self,
         request: Request,
         silence: Duration,
-        mut pick: impl FnMut(Reply) -> Option<Result<T, Loss>>,
+        mut pick: impl FnMut(Option<Reply>) -> Option<Result<T, Loss>>,
     ) -> Result<T, SupervisorError> {
         let worker = self.ready()?;
         let _ = worker.requests.send(request);
         let mut last = Instant::now();
         let loss = loop {
-            match worker.replies.recv_timeout(silence) {
+            match worker.replies.recv_timeout(POLL.min(silence)) {
                 Ok(Ok(reply)) => {
                     last = Instant::now();
-                    match pick(reply) {
+                    match pick(Some(reply)) {
                         Some(Ok(answer)) => return Ok(answer),
                         Some(Err(loss)) => break loss,
                         None => {}
                     }
                 }
                 Ok(Err(e)) => break Loss::Stream(e),
+                Err(RecvTimeoutError::Timeout) if last.elapsed() < silence => match pick(None) {
+                    Some(Ok(answer)) => return Ok(answer),
+                    Some(Err(loss)) => break loss,
+                    None => {}
+                },
                 Err(RecvTimeoutError::Timeout) => break Loss::Silent,
                 Err(RecvTimeoutError::Disconnected) => break Loss::Stream(ProtocolError::Closed),
             }

@@ -22,6 +22,9 @@ pub struct FirstPass {
     /// Start to every version that compiles having a result at the viewed size.
     pub every_version_ms: f64,
     pub versions: usize,
+    /// What happened between the save and its result, one line per event, with its time
+    /// after the save.
+    pub timeline: Vec<String>,
 }
 
 pub fn first_pass(
@@ -64,6 +67,7 @@ pub fn first_pass(
     let (mut gpu_ready, mut saved_at, mut save_result) = (None, None, None);
     let mut every = None;
     let mut seen: HashSet<usize> = HashSet::new();
+    let mut timeline = Vec::new();
     let deadline = start + Duration::from_secs(180);
     let result = (|| {
         while save_result.is_none() || every.is_none() {
@@ -82,6 +86,11 @@ pub fn first_pass(
                 Err(_) if Instant::now() < deadline => continue,
                 Err(_) => return Err("the first pass did not settle within 180 s".to_string()),
             };
+            if let (Some(t), None) = (saved_at, save_result) {
+                if let Some(l) = describe(&app, &a) {
+                    timeline.push(format!("{:8.1} ms  {l}", ms(t)));
+                }
+            }
             if let Action::Run {
                 index: v,
                 generation,
@@ -138,5 +147,45 @@ pub fn first_pass(
         provisional,
         every_version_ms: every.unwrap_or(f64::NAN),
         versions: app.versions.len(),
+        timeline,
     })
+}
+
+/// A compile or run event, in a line.
+fn describe(app: &super::super::app::App, a: &Action) -> Option<String> {
+    let name = |v: usize| {
+        app.workspace
+            .versions
+            .get(v)
+            .map_or("?", |x| x.name.as_str())
+    };
+    match a {
+        Action::Compiled(d) => Some(format!("{} compiled (gen {})", name(d.index), d.generation)),
+        Action::Run {
+            index,
+            generation,
+            size,
+            event,
+        } => Some(format!(
+            "{} gen {generation} @ {}: {}",
+            name(*index),
+            app.workspace
+                .sizes
+                .get(*size)
+                .map_or("?", |s| s.name.as_str()),
+            match event {
+                RunEvent::Phase(p) => format!("{p:?}"),
+                RunEvent::Finished {
+                    result,
+                    provisional,
+                    ..
+                } => format!(
+                    "{:?}{}",
+                    result.status,
+                    if *provisional { " (quick look)" } else { "" }
+                ),
+            }
+        )),
+        _ => None,
+    }
 }
