@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs Triton kernels under Triton's own interpreter (TRITON_INTERPRET=1, torch on the CPU),
 for kwb's differential tests (tests/tile_differential.rs); with KWB_TRITON_DEVICE=cuda, compiled
-by Triton and run on the GPU instead.
+by Triton and run on the GPU instead (with KWB_TRITON_FP_FUSION=0, without contracting
+`a * b + c` into FMAs).
 
 A server: one JSON request per line on stdin, one JSON answer per line on stdout, so that
 torch and triton are imported once for many kernels. A request:
@@ -49,7 +50,11 @@ def run(req, n):
         else:
             args.append(float(a["float"]))
     grid = tuple(req["grid"])
-    kernel[grid](*args, **req.get("constexprs", {}), num_warps=req.get("num_warps", 4))
+    opts = {}
+    if DEVICE != "cpu" and os.environ.get("KWB_TRITON_FP_FUSION") == "0":
+        # Round every product and sum, as kwb and Triton's interpreter do (no FMA contraction).
+        opts["enable_fp_fusion"] = False
+    kernel[grid](*args, **req.get("constexprs", {}), num_warps=req.get("num_warps", 4), **opts)
     for t, path in outs:
         np.save(path, t.cpu().numpy())
 

@@ -52,8 +52,10 @@ impl Differential for Gpu {
             }
         }
         // kwb's per-dtype tolerances (exact for int32, 2 ulp for fp16, 1e-5 for fp32) for
-        // exact programs, not bit for bit: compiled Triton contracts `a * b + c` into one FMA,
-        // rounding once, where kwb rounds the product and the sum (docs/differential.md).
+        // exact programs. Triton runs with `enable_fp_fusion=False`: by default it contracts
+        // `a * b + c` into one FMA, rounding once, where kwb rounds the product and the sum,
+        // and under cancellation (`x * x - x * x`) that is no rounding difference at all
+        // (docs/differential.md).
         // Inexact ones within 2e-3, as on the CPU: a last-bit difference of `exp` can flip a
         // later rounding to fp16.
         if !p.exact {

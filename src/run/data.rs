@@ -115,6 +115,25 @@ pub fn data_key(job: &RunJob) -> u64 {
     .unwrap_or_default();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
+    // Data read from files is only as current as the files: a `.npy` rewritten in place (a
+    // new reference, new inputs) must not be served from what is resident.
+    let mut files: Vec<&std::path::Path> = job
+        .buffers
+        .iter()
+        .filter_map(|b| match &b.init {
+            crate::workspace::Init::Npy { path } => Some(path.as_path()),
+            _ => None,
+        })
+        .collect();
+    if let ReferenceSpec::Npy { outputs } = &job.reference {
+        files.extend(outputs.iter().map(|(_, p)| std::path::Path::new(p)));
+    }
+    for f in files {
+        if let Ok(m) = std::fs::metadata(f) {
+            m.len().hash(&mut h);
+            m.modified().ok().hash(&mut h);
+        }
+    }
     h.finish()
 }
 
@@ -363,5 +382,30 @@ mod cache_tests {
         // Once it is older, it is the first to go.
         cache.put(data(7, 10));
         assert_eq!(cache.keys(), vec![1, 3, 4, 5, 7]);
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_file_rewritten_in_place_gives_a_new_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("y.npy");
+        std::fs::write(&path, b"first").unwrap();
+        let mut job = crate::run::protocol::tests::job();
+        job.reference = ReferenceSpec::Npy {
+            outputs: vec![("y".into(), path.display().to_string())],
+        };
+        let before = data_key(&job);
+        assert_eq!(before, data_key(&job), "the same file, the same key");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(&path, b"other").unwrap();
+        assert_ne!(
+            before,
+            data_key(&job),
+            "new contents are not served from residency"
+        );
     }
 }

@@ -382,4 +382,4 @@ pub fn handshake<R: Read, W: Write>(r: &mut R, w: &mut W) -> Result<String, Prot
 
 #[cfg(test)]
 #[path = "protocol_tests.rs"]
-mod tests;
+pub(crate) mod tests;

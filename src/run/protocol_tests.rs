@@ -4,7 +4,7 @@
 use super::*;
 use std::io::Cursor;
 
-fn job() -> RunJob {
+pub(crate) fn job() -> RunJob {
     RunJob {
         id: 7,
         version: "v2".into(),
