@@ -2,7 +2,7 @@
 //! the compiler produced (ptxas' log and the CUBIN's own records), and work out occupancy.
 //! Pure: no UI, no GPU.
 
-pub mod arch;
+pub use crate::common::arch;
 pub mod cache;
 pub mod crosscheck;
 pub mod cubin;

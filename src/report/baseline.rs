@@ -21,7 +21,7 @@
 //! by (version, size) are compared; the rest are ignored.
 
 use super::{BatchReport, Status};
-use crate::run::stats::Stats;
+use crate::common::stats::Stats;
 use serde::{Deserialize, Serialize};
 
 /// A result that got slower than the baseline beyond threshold and noise.

@@ -46,7 +46,7 @@ mod tests {
         let mut report = sample_report();
         report.device.as_mut().unwrap().stream_kernel_gbps = Some(3210.5);
         let t = report.results[0].timing.as_mut().unwrap();
-        t.timer = Some(crate::run::stats::Timer::Cupti);
+        t.timer = Some(crate::common::stats::Timer::Cupti);
         t.event_median_us = Some(9.25);
         t.busy_median_us = Some(7.5);
         t.l2_resident = Some(true);
@@ -74,7 +74,7 @@ mod tests {
         // makes it exact), far below anything a comparison looks at.
         let mut r = report.clone();
         let samples: Vec<f64> = (0..997).map(|i| 10.0 + (i % 13) as f64 * 0.0137).collect();
-        let t = crate::run::stats::summarize(&samples).unwrap();
+        let t = crate::common::stats::summarize(&samples).unwrap();
         r.results[0].timing = Some(t.clone());
         let back = from_json(&to_json(&r)).unwrap().results[0]
             .timing

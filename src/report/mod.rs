@@ -19,7 +19,7 @@ pub use baseline::{compare, render_regression, Regression};
 pub use finding::{Backend, Finding};
 pub use sweep::{SweepMark, SweepSummary};
 
-use crate::run::stats::{Stats, StopReason, Timer};
+use crate::common::stats::{Stats, StopReason, Timer};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -295,9 +295,9 @@ fn align(header: &[String], rows: &[Vec<String>], axes: usize) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::common::stats::StopReason;
     use crate::report::json::{from_json, to_json};
     use crate::report::table::tests::{sample_report, stats};
-    use crate::run::stats::StopReason;
 
     /// A result of configuration `values` of sweep `v9`, timed at `us` (skipped when `None`).
     fn config(values: &[(&str, &str)], size: &str, us: Option<f64>, default: bool) -> RunResult {

@@ -3,7 +3,7 @@
 //! terminal, a CI log or a pasted issue. Column widths follow the content.
 
 use super::{fmt_us, grouped, reason, regression_of, BatchReport, Regression, Status, Summary};
-use crate::run::stats::{StopReason, Timer};
+use crate::common::stats::{StopReason, Timer};
 
 const HEADERS: [&str; 8] = [
     "version",
@@ -241,8 +241,8 @@ fn header_line(report: &BatchReport) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::common::stats::Stats;
     use crate::report::{CheckSummary, DeviceInfo, Mode, RunResult, SCHEMA};
-    use crate::run::stats::Stats;
 
     pub fn stats(median_us: f64, cv: f64, samples: usize) -> Stats {
         Stats {

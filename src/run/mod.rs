@@ -27,7 +27,7 @@ pub mod plan;
 pub mod program;
 pub mod protocol;
 pub mod redzone;
-pub mod stats;
+pub use crate::common::stats;
 pub mod stream_peak;
 pub mod supervisor;
 pub mod worker;

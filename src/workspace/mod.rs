@@ -17,7 +17,7 @@ pub use formula::{Formula, SizeEnv};
 pub use load::{load, load_str, WorkspaceError};
 pub use sweep::{AxisKind, Sweep, SweepAxis, SweepPoint};
 
-use crate::compile::arch::Arch;
+use crate::common::arch::Arch;
 use spans::SpanIndex;
 use std::path::PathBuf;
 

@@ -18,7 +18,7 @@ mod sweep;
 #[path = "validate_tile.rs"]
 mod tile;
 use super::file_problem::{file_problem, FileProblem};
-use crate::compile::arch::Arch;
+use crate::common::arch::Arch;
 use crate::diag::Diagnostic;
 use indexmap::IndexMap;
 use serde_norway::Value;

@@ -1,6 +1,6 @@
 //! GPU architectures as kwb names them (`sm_90`): parsing, and whether we know the chip.
 
-use super::occupancy;
+use super::gpu_spec as occupancy;
 use serde::Serialize;
 use std::fmt;
 
