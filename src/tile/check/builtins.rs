@@ -231,6 +231,7 @@ impl Ck<'_> {
                 }
             }
             "sum" | "max" | "min" | "argmax" | "argmin" => self.reduce(name, a),
+            "cumsum" | "cumprod" | "associative_scan" | "reduce" => self.scan_call(name, a),
             "reshape" | "view" | "broadcast_to" | "trans" | "permute" | "expand_dims"
             | "broadcast" => self.reshape_like(name, a),
             "multiple_of" | "max_contiguous" => self.hint(name, a),

@@ -19,6 +19,7 @@ mod names;
 mod ops;
 mod python;
 mod reached;
+mod scan;
 mod shape;
 mod stmt;
 mod units;

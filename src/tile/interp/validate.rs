@@ -5,7 +5,7 @@
 
 use super::Fault;
 use crate::tile::ir::{
-    BinOp, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
+    BinOp, Combine, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
 };
 
 /// The most elements one variable may hold (Triton's own limit is 2^20).
@@ -135,6 +135,22 @@ impl<'k> Validator<'k> {
             StmtKind::Assume { cond } => self.scalar_elem(*cond).map(|_| ()),
             StmtKind::Barrier | StmtKind::Return => Ok(()),
         }
+    }
+
+    /// A combine function over the elements of `src`: scalar parameters and result of its
+    /// dtype, and a body of its own.
+    fn combine(&self, src: VarId, c: &Combine) -> Result<(), Fault> {
+        let want = Type {
+            elem: self.ty(src)?.elem,
+            shape: Vec::new(),
+        };
+        for v in [c.lhs, c.rhs, c.result] {
+            if *self.ty(v)? != want {
+                return Err(bad("a combine function of another type than its input"));
+            }
+        }
+        self.scalar_elem(src)?;
+        self.block(&c.body)
     }
 
     fn op(&self, dst: VarId, op: &Op) -> Result<(), Fault> {
@@ -332,6 +348,33 @@ impl<'k> Validator<'k> {
                     )));
                 }
                 Ok(())
+            }
+            Op::Scan {
+                src, axis, combine, ..
+            } => {
+                let st = self.ty(*src)?;
+                if st != d || *axis as usize >= st.shape.len() {
+                    return Err(bad(format!("a scan of {:?} into {:?}", st.shape, d.shape)));
+                }
+                self.combine(*src, combine)
+            }
+            Op::ReduceWith { src, axis, combine } => {
+                let st = self.ty(*src)?;
+                let mut want = st.shape.clone();
+                match axis {
+                    None => want.clear(),
+                    Some(a) if (*a as usize) < want.len() => {
+                        want.remove(*a as usize);
+                    }
+                    Some(a) => return Err(bad(format!("a reduction over axis {a}"))),
+                }
+                if want != d.shape || st.elem != d.elem {
+                    return Err(bad(format!(
+                        "a reduction of {:?} into {:?}",
+                        st.shape, d.shape
+                    )));
+                }
+                self.combine(*src, combine)
             }
             Op::Atomic {
                 ptr, value, mask, ..

@@ -184,6 +184,24 @@ pub enum Op {
         src: VarId,
         axis: Option<u32>,
     },
+    /// `tl.associative_scan` (and `tl.cumsum`/`tl.cumprod`): the inclusive scan of `src`
+    /// along `axis` with `combine`, from the last element backwards when `reverse`; the result
+    /// has the source's type. Element `k` is `f(...f(f(x0, x1), x2)..., xk)` for some grouping
+    /// (the combine function is taken to be associative, as Triton does).
+    Scan {
+        src: VarId,
+        axis: u32,
+        reverse: bool,
+        combine: Box<Combine>,
+    },
+    /// `tl.reduce` with a combine function: like [`Op::Reduce`] (over `axis`, or every
+    /// dimension when `None`), folding the elements with `combine` in order along the axis,
+    /// under some grouping.
+    ReduceWith {
+        src: VarId,
+        axis: Option<u32>,
+        combine: Box<Combine>,
+    },
     /// `tl.atomic_*`: returns the old values. Masked-off lanes do nothing and yield 0.
     Atomic {
         op: AtomicOp,
@@ -225,6 +243,8 @@ impl Op {
             | Op::Permute { src: a, .. }
             | Op::Unary { src: a, .. }
             | Op::Reduce { src: a, .. }
+            | Op::Scan { src: a, .. }
+            | Op::ReduceWith { src: a, .. }
             | Op::Hint { src: a, .. } => vec![*a],
             Op::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             Op::PtrAdd { ptr, offset } => vec![*ptr, *offset],
@@ -259,6 +279,20 @@ impl StmtKind {
             StmtKind::Barrier | StmtKind::Return => Vec::new(),
         }
     }
+}
+
+/// A combine function (`combine_fn` of `tl.associative_scan` and `tl.reduce`, or the `+` and
+/// `*` of `tl.cumsum` and `tl.cumprod`), inlined on scalars: with `lhs` set to the earlier
+/// (accumulated) element and `rhs` to the later one, `body` computes `result`. All four are
+/// scalars of the scanned dtype; `body` only assigns scalars, with pure operations (no memory,
+/// reductions, scans or control flow), and never assigns `lhs` or `rhs`. Its variables belong
+/// to the combine alone: nothing outside reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combine {
+    pub lhs: VarId,
+    pub rhs: VarId,
+    pub body: Vec<Stmt>,
+    pub result: VarId,
 }
 
 /// A statement, with the tile-source position it came from.

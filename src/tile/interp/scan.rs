@@ -1,0 +1,118 @@
+//! Scans and reductions with a combine function (`tl.associative_scan`, `tl.cumsum`,
+//! `tl.cumprod`, `tl.reduce`): the combine's statements run once per pair of elements, with
+//! its two scalar parameters set, in order along the axis (element `k` of a scan is
+//! `f(f(f(x0, x1), x2) ..., xk)`; a reversed scan starts from the last element). That is the
+//! sequential order Triton's interpreter uses; compiled code may group the combines
+//! differently, which only an inexact (float) combine can tell apart.
+
+use super::exec::Machine;
+use super::value::Data;
+use super::Fault;
+use crate::tile::ir::{Combine, Op, VarId};
+
+/// One element of a number: integers and floats as the interpreter holds them.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+fn elements(d: &Data) -> Result<Vec<Num>, Fault> {
+    match d {
+        Data::Int(v) => Ok(v.iter().map(|&x| Num::Int(x)).collect()),
+        Data::Float(v) => Ok(v.iter().map(|&x| Num::Float(x)).collect()),
+        Data::Ptr(_) => Err(Fault::interp("a scan or reduction of pointers")),
+    }
+}
+
+fn one(n: Num) -> Data {
+    match n {
+        Num::Int(x) => Data::Int(vec![x]),
+        Num::Float(x) => Data::Float(vec![x]),
+    }
+}
+
+fn first(d: &Data) -> Result<Num, Fault> {
+    match d {
+        Data::Int(v) if !v.is_empty() => Ok(Num::Int(v[0])),
+        Data::Float(v) if !v.is_empty() => Ok(Num::Float(v[0])),
+        _ => Err(Fault::interp(
+            "a combine function whose result is not a number",
+        )),
+    }
+}
+
+fn store(out: &mut Data, at: &[(usize, Num)]) -> Result<(), Fault> {
+    for &(i, n) in at {
+        match (&mut *out, n) {
+            (Data::Int(v), Num::Int(x)) if i < v.len() => v[i] = x,
+            (Data::Float(v), Num::Float(x)) if i < v.len() => v[i] = x,
+            _ => return Err(Fault::interp("a scan result of another kind or size")),
+        }
+    }
+    Ok(())
+}
+
+impl Machine<'_> {
+    /// `dst = op` for [`Op::Scan`] and [`Op::ReduceWith`].
+    pub(super) fn combined(&mut self, dst: VarId, op: &Op) -> Result<(), Fault> {
+        let (src, axis, reverse, c, scan) = match op {
+            Op::Scan {
+                src,
+                axis,
+                reverse,
+                combine,
+            } => (*src, Some(*axis), *reverse, &**combine, true),
+            Op::ReduceWith { src, axis, combine } => (*src, *axis, false, &**combine, false),
+            _ => return Err(Fault::interp("not a scan")),
+        };
+        let k = self.ctx.k;
+        let shape = &k.ty(src).shape;
+        let x = elements(self.var(src)?)?;
+        let (outer, len, inner) = super::shape::split(shape, axis);
+        let mut results = Vec::with_capacity(if scan { x.len() } else { outer * inner });
+        for o in 0..outer {
+            for i in 0..inner {
+                let mut acc: Option<Num> = None;
+                for j in 0..len {
+                    let kk = if reverse { len - 1 - j } else { j };
+                    let at = (o * len + kk) * inner + i;
+                    let v = *x
+                        .get(at)
+                        .ok_or_else(|| Fault::interp("a scan source of the wrong size"))?;
+                    let next = match acc {
+                        None => v,
+                        Some(a) => self.combine(c, a, v)?,
+                    };
+                    acc = Some(next);
+                    if scan {
+                        results.push((at, next));
+                    }
+                }
+                if let (false, Some(a)) = (scan, acc) {
+                    results.push((o * inner + i, a));
+                }
+            }
+        }
+        let ty = &k.ty(dst).clone();
+        let mut out = std::mem::take(&mut self.vars[dst.0 as usize]);
+        out.reset(ty);
+        let r = store(&mut out, &results);
+        self.vars[dst.0 as usize] = out;
+        self.ops = self.ops.wrapping_add(x.len() as u64);
+        r
+    }
+
+    /// `c(a, b)`: the combine's statements with its parameters set.
+    fn combine(&mut self, c: &Combine, a: Num, b: Num) -> Result<Num, Fault> {
+        for (v, n) in [(c.lhs, a), (c.rhs, b)] {
+            let slot = self
+                .vars
+                .get_mut(v.0 as usize)
+                .ok_or_else(|| Fault::interp("a combine parameter that does not exist"))?;
+            *slot = one(n);
+        }
+        self.run_block(&c.body)?;
+        first(self.var(c.result)?)
+    }
+}
