@@ -10,8 +10,15 @@ mod support;
 use kwb::tile::{ArgKind, ConstValue, DType, InterpArg, InterpBuffer, KernelRequest};
 use support::differential::{cpu_vs_emulator, Case};
 
-/// A buffer for the interpreter: its dtype and values.
-type Buf = (DType, Vec<f64>);
+/// A kernel argument for the interpreter: a buffer (its dtype and values) or an integer.
+pub enum A {
+    Buf(DType, Vec<f64>),
+    Int(i64),
+}
+
+pub fn buf(d: DType, v: &[f64]) -> A {
+    A::Buf(d, v.to_vec())
+}
 
 fn to_bytes(d: DType, v: &[f64]) -> Vec<u8> {
     match d {
@@ -41,20 +48,28 @@ fn from_bytes(d: DType, b: &[u8]) -> Vec<f64> {
 }
 
 /// Runs kernel `k` of `src` (a `.py` module) as one program of `num_warps` warps in the
-/// interpreter, with one pointer argument per buffer; the buffers afterwards, or the
-/// rendered diagnostics.
+/// interpreter; the buffers afterwards, in order, or the rendered diagnostics.
 pub fn interp(
     src: &str,
     constexprs: &[(&str, ConstValue)],
     num_warps: u32,
-    bufs: &[Buf],
+    args: &[A],
 ) -> Result<Vec<Vec<f64>>, String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("k.py");
     std::fs::write(&path, src).unwrap();
+    let kinds = args.iter().map(|a| match a {
+        A::Buf(d, _) => ArgKind::Pointer(*d),
+        A::Int(v) => ArgKind::Int {
+            fits_i32: true,
+            divisibility: 1,
+            non_negative: *v >= 0,
+            one: *v == 1,
+        },
+    });
     let request = KernelRequest {
         name: "k".into(),
-        args: bufs.iter().map(|(d, _)| ArgKind::Pointer(*d)).collect(),
+        args: kinds.collect(),
         constexprs: constexprs
             .iter()
             .map(|(n, v)| (n.to_string(), v.clone()))
@@ -65,30 +80,37 @@ pub fn interp(
     if c.kernels.len() != 1 {
         return Err(kwb::diag::render_all(&c.diagnostics));
     }
-    let mut buffers: Vec<InterpBuffer> = bufs
-        .iter()
-        .enumerate()
-        .map(|(i, (d, v))| InterpBuffer {
-            name: format!("b{i}"),
-            dtype: *d,
-            bytes: to_bytes(*d, v),
-        })
-        .collect();
-    let args: Vec<InterpArg> = (0..bufs.len()).map(InterpArg::Buffer).collect();
-    kwb::tile::interp::run(&c.kernels[0], [1, 1, 1], &args, &mut buffers)
+    let mut buffers = Vec::new();
+    let mut dtypes = Vec::new();
+    let mut run_args = Vec::new();
+    for a in args {
+        match a {
+            A::Buf(d, v) => {
+                run_args.push(InterpArg::Buffer(buffers.len()));
+                dtypes.push(*d);
+                buffers.push(InterpBuffer {
+                    name: format!("b{}", buffers.len()),
+                    dtype: *d,
+                    bytes: to_bytes(*d, v),
+                });
+            }
+            A::Int(v) => run_args.push(InterpArg::Int(*v)),
+        }
+    }
+    kwb::tile::interp::run(&c.kernels[0], [1, 1, 1], &run_args, &mut buffers)
         .map_err(|e| e.to_string())?;
     Ok(buffers
         .iter()
-        .zip(bufs)
-        .map(|(b, (d, _))| from_bytes(*d, &b.bytes))
+        .zip(dtypes)
+        .map(|(b, d)| from_bytes(d, &b.bytes))
         .collect())
 }
 
 /// The diagnostics of compiling `src` for `k(x_ptr, y_ptr)` (f32 buffers), or "" when it
 /// compiles.
 pub fn errors(src: &str, constexprs: &[(&str, ConstValue)]) -> String {
-    let bufs = [(DType::F32, vec![0.0; 4]), (DType::F32, vec![0.0; 4])];
-    match interp(src, constexprs, 1, &bufs) {
+    let args = [buf(DType::F32, &[0.0; 4]), buf(DType::F32, &[0.0; 4])];
+    match interp(src, constexprs, 1, &args) {
         Ok(_) => String::new(),
         Err(e) => e,
     }
@@ -108,6 +130,19 @@ pub fn emulator_agrees(
     bufs: &[EmuBuf],
     tol: (f64, f64),
 ) {
+    let args: Vec<&str> = bufs.iter().map(|b| b.0).collect();
+    emulator_case(src, constexprs, num_warps, bufs, &args.join(", "), tol);
+}
+
+/// [`emulator_agrees`] with the launch arguments written out (`1234, x, y`).
+pub fn emulator_case(
+    src: &str,
+    constexprs: &str,
+    num_warps: u32,
+    bufs: &[EmuBuf],
+    args: &str,
+    tol: (f64, f64),
+) {
     support::provision_nvrtc();
     let arch = kwb::compile::Arch::parse("sm_90").unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -125,11 +160,10 @@ pub fn emulator_agrees(
             "  {name}: {{dtype: {dtype}, shape: [{n}]{out}{init}}}\n"
         ));
     }
-    let args: Vec<&str> = bufs.iter().map(|b| b.0).collect();
     let yaml = format!(
         "name: scan\nsizes:\n  - {{name: s, N: 1}}\nbuffers:\n{buffers}versions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{{constexprs}}}\n    num_warps: {num_warps}\n    grid: 1\n    args: [{}]\n",
         file.display(),
-        args.join(", ")
+        args
     );
     let case = Case {
         yaml: &yaml,
@@ -152,5 +186,7 @@ pub fn flag(b: bool) -> ConstValue {
     ConstValue::Bool(b)
 }
 
+#[path = "tile_scan_rand/random.rs"]
+mod random;
 #[path = "tile_scan_rand/scan.rs"]
 mod scan;

@@ -1,6 +1,6 @@
 //! `tl.cumsum`, `tl.cumprod`, `tl.associative_scan` and `tl.reduce` with a combine function.
 
-use super::{emulator_agrees, errors, flag, int, interp, EmuBuf};
+use super::{buf, emulator_agrees, errors, flag, int, interp, EmuBuf};
 use kwb::tile::DType;
 
 const SCANS: &str = r#"
@@ -36,7 +36,7 @@ fn scan1(op: i64, rev: bool, x: &[f64]) -> Vec<f64> {
         ("OP", int(op)),
         ("REV", flag(rev)),
     ];
-    let bufs = [(DType::F32, x.to_vec()), (DType::F32, vec![0.0; x.len()])];
+    let bufs = [buf(DType::F32, x), buf(DType::F32, &vec![0.0; x.len()])];
     interp(SCANS, &cx, 4, &bufs).unwrap().remove(1)
 }
 
@@ -92,7 +92,7 @@ fn two_dimensional_scans_along_either_axis_give_tritons_values() {
             ("AXIS", int(axis)),
             ("REV", flag(rev)),
         ];
-        let bufs = [(DType::F32, x.clone()), (DType::F32, vec![0.0; 8])];
+        let bufs = [buf(DType::F32, &x), buf(DType::F32, &[0.0; 8])];
         interp(SCANS_2D, &cx, 1, &bufs).unwrap().remove(1)
     };
     assert_eq!(run(0, false), [0., 1., 2., 3., 4., 6., 8., 10.]);
@@ -136,9 +136,9 @@ fn reductions_with_a_combine_function_give_tritons_values() {
         0., 3., 0., 1., 4., 0., 2., 0., 0., 0., 9., 0., 1., 2., 0., 0.,
     ];
     let bufs = [
-        (DType::I32, x.to_vec()),
-        (DType::I32, vec![0.0; 4]),
-        (DType::I32, vec![0.0; 5]),
+        buf(DType::I32, &x),
+        buf(DType::I32, &[0.0; 4]),
+        buf(DType::I32, &[0.0; 5]),
     ];
     let out = interp(REDUCES, &[("R", int(4)), ("C", int(4))], 2, &bufs).unwrap();
     assert_eq!(out[1], [3., 4., 9., 2.]);

@@ -232,6 +232,22 @@ impl Ck<'_> {
             }
             "sum" | "max" | "min" | "argmax" | "argmin" => self.reduce(name, a),
             "cumsum" | "cumprod" | "associative_scan" | "reduce" => self.scan_call(name, a),
+            "philox"
+            | "philox_impl"
+            | "randint"
+            | "randint4x"
+            | "rand"
+            | "rand4x"
+            | "randn"
+            | "randn4x"
+            | "uint_to_uniform_float"
+            | "pair_uniform_to_normal" => self.random(name, a),
+            "umulhi" => {
+                let Some(s) = self.bind(name, a, &["x", "y"], 2) else {
+                    return Val::Poison;
+                };
+                self.umulhi_vals(Self::val(&s, 0), Self::val(&s, 1), span)
+            }
             "reshape" | "view" | "broadcast_to" | "trans" | "permute" | "expand_dims"
             | "broadcast" => self.reshape_like(name, a),
             "multiple_of" | "max_contiguous" => self.hint(name, a),

@@ -18,6 +18,7 @@ mod memory;
 mod names;
 mod ops;
 mod python;
+mod random;
 mod reached;
 mod scan;
 mod shape;

@@ -21,6 +21,9 @@ pub enum BinOp {
     Shl,
     /// Arithmetic for signed, logical for unsigned.
     Shr,
+    /// `tl.umulhi`: the high half of the full product of the operands taken as unsigned
+    /// integers of their width (32 or 64 bits), read back as the operands' dtype.
+    MulHi,
     /// libdevice's two-argument functions, on float32 and float64 only.
     Pow,
     Atan2,
