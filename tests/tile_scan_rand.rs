@@ -25,6 +25,10 @@ fn to_bytes(d: DType, v: &[f64]) -> Vec<u8> {
         DType::F32 => v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect(),
         DType::I32 => v.iter().flat_map(|x| (*x as i32).to_le_bytes()).collect(),
         DType::F64 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        DType::F16 => v
+            .iter()
+            .flat_map(|x| half::f16::from_f64(*x).to_le_bytes())
+            .collect(),
         other => panic!("no test buffers of {other:?}"),
     }
 }
@@ -42,6 +46,10 @@ fn from_bytes(d: DType, b: &[u8]) -> Vec<f64> {
         DType::F64 => b
             .chunks(8)
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+        DType::F16 => b
+            .chunks(2)
+            .map(|c| half::f16::from_le_bytes(c.try_into().unwrap()).to_f64())
             .collect(),
         other => panic!("no test buffers of {other:?}"),
     }
@@ -186,6 +194,8 @@ pub fn flag(b: bool) -> ConstValue {
     ConstValue::Bool(b)
 }
 
+#[path = "tile_scan_rand/atomic.rs"]
+mod atomic;
 #[path = "tile_scan_rand/random.rs"]
 mod random;
 #[path = "tile_scan_rand/scan.rs"]

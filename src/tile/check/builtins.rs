@@ -174,7 +174,9 @@ impl Ck<'_> {
             "load" => self.load(a),
             "make_tensor_descriptor" => self.make_tensor_descriptor(a),
             "store" => self.store(a),
-            "atomic_add" | "atomic_max" | "atomic_min" => self.atomic(name, a),
+            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_xchg" | "atomic_cas" => {
+                self.atomic(name, a)
+            }
             "where" => {
                 let Some(s) = self.bind(name, a, &["condition", "x", "y"], 3) else {
                     return Val::Poison;

@@ -64,6 +64,8 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "atomic_add",
     "atomic_max",
     "atomic_min",
+    "atomic_xchg",
+    "atomic_cas",
     "multiple_of",
     "max_contiguous",
     "debug_barrier",

@@ -264,7 +264,8 @@ impl Writer<'_> {
                 ptr,
                 value,
                 mask,
-            } => self.atomic(dst, *op, *ptr, *value, *mask, line),
+                cmp,
+            } => self.atomic(dst, *op, *ptr, (*value, *cmp), *mask, line),
         }
     }
 

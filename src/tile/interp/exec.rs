@@ -335,7 +335,8 @@ fn eval(ctx: &mut Ctx, env: &Env, ty: &Type, op: &Op, out: &mut Data) -> Result<
             ptr,
             value,
             mask,
-        } => return memory::atomic(ctx, env, *op, *ptr, *value, *mask, out),
+            cmp,
+        } => return memory::atomic(ctx, env, *op, *ptr, (*value, *cmp), *mask, out),
         Op::Dot { a, b, acc, .. } => return dot::dot(env, *a, *b, *acc, ty, out),
         Op::Scan { .. } | Op::ReduceWith { .. } => {
             return Err(Fault::interp("a scan evaluated as a plain op"))

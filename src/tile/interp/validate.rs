@@ -5,7 +5,7 @@
 
 use super::Fault;
 use crate::tile::ir::{
-    BinOp, Combine, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
+    AtomicOp, BinOp, Combine, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
 };
 
 /// The most elements one variable may hold (Triton's own limit is 2^20).
@@ -377,12 +377,23 @@ impl<'k> Validator<'k> {
                 self.combine(*src, combine)
             }
             Op::Atomic {
-                ptr, value, mask, ..
+                op,
+                ptr,
+                value,
+                mask,
+                cmp,
             } => {
                 let pt = self.ty(*ptr)?;
                 let p = self.ptr_elem(*ptr)?;
                 let (v, ds) = (self.scalar_elem(*value)?, self.scalar_elem(dst)?);
                 self.fits(*value, &pt.shape)?;
+                if (*op == AtomicOp::Cas) != cmp.is_some() {
+                    return Err(bad("a compare-and-swap without its compared value"));
+                }
+                if let Some(c) = cmp {
+                    same_elem(*c)?;
+                    self.fits(*c, &pt.shape)?;
+                }
                 if pt.shape != d.shape
                     || v.is_float() != p.is_float()
                     || ds.is_float() != p.is_float()

@@ -108,6 +108,11 @@ pub enum AtomicOp {
     Add,
     Max,
     Min,
+    /// `tl.atomic_xchg`: the value replaces the old one.
+    Xchg,
+    /// `tl.atomic_cas`: the value replaces the old one where the old one equals the atomic's
+    /// `cmp` (bit for bit, for floats, as the hardware compares).
+    Cas,
 }
 
 /// The right-hand side of an assignment. Operands are variables; the destination's type is the
@@ -211,6 +216,9 @@ pub enum Op {
         ptr: VarId,
         value: VarId,
         mask: Option<VarId>,
+        /// What [`AtomicOp::Cas`] compares the old value with (of the value's type); `None`
+        /// for the other ops.
+        cmp: Option<VarId>,
     },
     /// `tl.dot`: the matrix product of `a` (`[M, K]`) and `b` (`[K, N]`), both fp16, bf16 or
     /// fp32 of one dtype, plus `acc` (`[M, N]`, of the destination's type) when given. The
@@ -258,8 +266,16 @@ impl Op {
                 [*ptr].into_iter().chain(*mask).chain(*other).collect()
             }
             Op::Atomic {
-                ptr, value, mask, ..
-            } => [*ptr, *value].into_iter().chain(*mask).collect(),
+                ptr,
+                value,
+                mask,
+                cmp,
+                ..
+            } => [*ptr, *value]
+                .into_iter()
+                .chain(*mask)
+                .chain(*cmp)
+                .collect(),
         }
     }
 }
