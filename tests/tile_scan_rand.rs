@@ -196,6 +196,8 @@ pub fn flag(b: bool) -> ConstValue {
 
 #[path = "tile_scan_rand/atomic.rs"]
 mod atomic;
+#[path = "tile_scan_rand/misc.rs"]
+mod misc;
 #[path = "tile_scan_rand/random.rs"]
 mod random;
 #[path = "tile_scan_rand/scan.rs"]

@@ -6,7 +6,7 @@
 use super::emit::Ck;
 use super::expr::{Arg, Args};
 use super::names;
-use super::value::{display_builtin, promote, Val};
+use super::value::{display_builtin, Val};
 use crate::tile::ast::BinaryOp;
 use crate::tile::ir::{BinOp, Elem, Op, Scalar, StmtKind, Type, UnOp};
 use crate::tile::span::Span;
@@ -195,13 +195,11 @@ impl Ck<'_> {
                 } else {
                     BinOp::Min
                 };
-                match (self.operand(&x), self.operand(&y)) {
-                    (Some(p), Some(q)) => {
-                        let d = promote(p, q);
-                        self.emit_binary(op, &x, &y, d, d, span)
-                    }
-                    _ => self.error(span, format!("`{}` needs numbers", display_builtin(name))),
-                }
+                let Some(nan) = self.propagate_nan(&Self::val(&s, 2), Self::span_of(&s, 2, span))
+                else {
+                    return Val::Poison;
+                };
+                self.min_max(op, x, y, nan, span)
             }
             "fma" => self.fma(a),
             "cdiv" => {
@@ -234,6 +232,9 @@ impl Ck<'_> {
             }
             "sum" | "max" | "min" | "argmax" | "argmin" => self.reduce(name, a),
             "cumsum" | "cumprod" | "associative_scan" | "reduce" => self.scan_call(name, a),
+            "join" | "split" | "interleave" | "flip" | "ravel" => self.rearrange(name, a),
+            "clamp" => self.clamp(a),
+            "swizzle2d" => self.swizzle2d(a),
             "philox"
             | "philox_impl"
             | "randint"

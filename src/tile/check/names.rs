@@ -54,6 +54,13 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "uint_to_uniform_float",
     "pair_uniform_to_normal",
     "umulhi",
+    "join",
+    "split",
+    "interleave",
+    "flip",
+    "ravel",
+    "clamp",
+    "swizzle2d",
     "reshape",
     "view",
     "broadcast_to",
@@ -150,6 +157,9 @@ pub(super) const METHODS: &[(&str, &str)] = &[
     ("cumprod", "cumprod"),
     ("associative_scan", "associative_scan"),
     ("reduce", "reduce"),
+    ("split", "split"),
+    ("flip", "flip"),
+    ("ravel", "ravel"),
     ("reshape", "reshape"),
     ("view", "reshape"),
     ("broadcast_to", "broadcast_to"),
@@ -187,7 +197,13 @@ pub(super) fn method(name: &str) -> Option<&'static str> {
 pub(super) fn is_kernel_module(m: &str) -> bool {
     matches!(
         m,
-        "triton" | "tl" | "tl.math" | "tl.extra" | "tl.extra.cuda" | "libdevice"
+        "triton"
+            | "tl"
+            | "tl.math"
+            | "tl.extra"
+            | "tl.extra.cuda"
+            | "libdevice"
+            | "tl.PropagateNan"
     )
 }
 
@@ -209,6 +225,7 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             "math" => Some(Val::Module("tl.math".into())),
             "extra" => Some(Val::Module("tl.extra".into())),
             "constexpr" => Some(Val::ConstexprMarker),
+            "PropagateNan" => Some(Val::Module("tl.PropagateNan".into())),
             _ => DTYPES
                 .iter()
                 .find(|(n, _)| *n == attr)
@@ -232,6 +249,11 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             _ => None,
         },
         "tl.extra.cuda" => (attr == "libdevice").then(|| Val::Module("libdevice".into())),
+        "tl.PropagateNan" => match attr {
+            "NONE" => Some(Val::Int(0)),
+            "ALL" => Some(Val::Int(super::standard::PROPAGATE_ALL)),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -243,7 +265,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
         "tl" => {
             let mut v: Vec<&str> = TL_FUNCS.to_vec();
             v.extend(DTYPES.iter().map(|(n, _)| *n));
-            v.extend(["math", "extra", "constexpr"]);
+            v.extend(["math", "extra", "constexpr", "PropagateNan"]);
             v
         }
         "tl.math" => MATH.iter().map(|(n, _)| *n).collect(),
@@ -252,6 +274,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
             .collect(),
         "tl.extra" => vec!["cuda", "libdevice"],
         "tl.extra.cuda" => vec!["libdevice"],
+        "tl.PropagateNan" => vec!["NONE", "ALL"],
         _ => Vec::new(),
     }
 }
