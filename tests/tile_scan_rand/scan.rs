@@ -147,13 +147,13 @@ fn reductions_with_a_combine_function_give_tritons_values() {
 
 #[test]
 fn scans_kwb_does_not_support_are_errors_at_the_call() {
-    let tuple = r#"
+    let arity = r#"
 import triton
 import triton.language as tl
 
 @triton.jit
 def pair(a, b, c, d):
-    return a + c, b + d
+    return a + c
 
 @triton.jit
 def k(x_ptr, y_ptr):
@@ -161,9 +161,10 @@ def k(x_ptr, y_ptr):
     s, t = tl.associative_scan((x, x), 0, pair)
     tl.store(y_ptr + tl.arange(0, 4), s)
 "#;
-    let e = errors(tuple, &[]);
+    let e = errors(arity, &[]);
     assert!(
-        e.contains("k.py:12:") && e.contains("tuple of tensors is not supported"),
+        e.contains("k.py:12:")
+            && e.contains("returns 1 value(s), but `tl.associative_scan` combines 2"),
         "{e}"
     );
     let looped = r#"
@@ -277,5 +278,76 @@ fn reductions_with_a_combine_function_agree_with_the_emulator() {
             EmuBuf("z", "i32", c + 1, true, ""),
         ];
         emulator_agrees(REDUCES, &cx, warps, &bufs, (0.0, 0.0));
+    }
+}
+
+const TUPLES: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def argmax_combine(v0, i0, v1, i1):
+    take = (v1 > v0) | ((v1 == v0) & (i1 < i0))
+    return tl.where(take, v1, v0), tl.where(take, i1, i0)
+
+@triton.jit
+def affine(a0, b0, a1, b1):
+    # composition of x -> a*x + b maps: associative, not commutative
+    return a1 * a0, a1 * b0 + b1
+
+@triton.jit
+def k(v_ptr, a_ptr, b_ptr, out_ptr, iout_ptr, R: tl.constexpr, C: tl.constexpr):
+    r = tl.arange(0, R)[:, None]
+    c = tl.arange(0, C)[None, :]
+    v = tl.load(v_ptr + r * C + c)
+    idx = (r * 0 + c).to(tl.int32)
+    mv, mi = tl.reduce((v, idx), 1, argmax_combine)
+    tl.store(out_ptr + tl.arange(0, R), mv)
+    tl.store(iout_ptr + tl.arange(0, R), mi)
+    a = tl.load(a_ptr + r * C + c)
+    b = tl.load(b_ptr + r * C + c)
+    sa, sb = tl.associative_scan((a, b), 1, affine)
+    tl.store(out_ptr + R + r * C + c, sa)
+    tl.store(out_ptr + R + R * C + r * C + c, sb)
+    ra, rb = tl.associative_scan((a, b), 0, affine, reverse=True)
+    tl.store(out_ptr + R + 2 * R * C + r * C + c, rb)
+"#;
+
+/// Expected values from Triton 3.9.0's interpreter: an argmax written as a reduction of
+/// (value, index) pairs, and scans of affine maps (associative, not commutative).
+#[test]
+fn scans_and_reductions_of_tuples_give_tritons_values() {
+    let v = [1., 5., 5., 2., 7., 0., 7., 9.];
+    let a = [1., 2., 1., 3., 2., 1., 1., 2.];
+    let b = [1., 0., 2., 1., 0., 3., 1., 1.];
+    let args = [
+        buf(DType::F32, &v),
+        buf(DType::F32, &a),
+        buf(DType::F32, &b),
+        buf(DType::F32, &[0.0; 26]),
+        buf(DType::I32, &[0.0; 2]),
+    ];
+    let out = interp(TUPLES, &[("R", int(2)), ("C", int(4))], 2, &args).unwrap();
+    let want = [
+        5., 9., 1., 2., 2., 6., 2., 2., 2., 4., 1., 2., 4., 13., 0., 3., 4., 9., 1., 6., 3., 4.,
+        0., 3., 1., 1.,
+    ];
+    assert_eq!(out[3], want);
+    assert_eq!(out[4], [1., 3.]);
+}
+
+#[test]
+fn scans_and_reductions_of_tuples_agree_with_the_emulator() {
+    for (r, c, warps) in [(2, 4, 1), (16, 64, 4), (4, 1024, 8)] {
+        let n = r * c;
+        let bufs = [
+            EmuBuf("v", "f32", n, false, "{uniform: [-4, 4]}"),
+            EmuBuf("a", "f32", n, false, "{uniform: [0.9, 1.1]}"),
+            EmuBuf("b", "f32", n, false, "{uniform: [-1, 1]}"),
+            EmuBuf("out", "f32", r + 3 * n, true, ""),
+            EmuBuf("iout", "i32", r, true, ""),
+        ];
+        let cx = format!("R: {r}, C: {c}");
+        emulator_agrees(TUPLES, &cx, warps, &bufs, (1e-4, 1e-4));
     }
 }

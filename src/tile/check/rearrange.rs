@@ -122,10 +122,10 @@ impl Ck<'_> {
         let lhs = self.new_var(Type::scalar(d), None);
         let rhs = self.new_var(Type::scalar(d), None);
         let combine = Box::new(ir::Combine {
-            lhs,
-            rhs,
+            lhs: vec![lhs],
+            rhs: vec![rhs],
             body: Vec::new(),
-            result: if last { rhs } else { lhs },
+            results: vec![if last { rhs } else { lhs }],
         });
         let mut shape = self.ty(x).shape.clone();
         shape.remove(axis as usize);
@@ -134,7 +134,8 @@ impl Ck<'_> {
             shape,
         };
         let op = Op::ReduceWith {
-            src: x,
+            srcs: vec![x],
+            part: 0,
             axis: Some(axis),
             combine,
         };

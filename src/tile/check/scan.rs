@@ -30,33 +30,39 @@ impl Ck<'_> {
             "associative_scan" => &["input", "axis", "combine_fn", "reverse"],
             _ => &["input", "axis", "combine_fn", "keep_dims"],
         };
-        let required = if matches!(name, "cumsum" | "cumprod") {
-            1
-        } else {
-            3
-        };
+        let cum = matches!(name, "cumsum" | "cumprod");
+        let required = if cum { 1 } else { 3 };
         let Some(s) = self.bind(name, a, params, required) else {
             return Val::Poison;
         };
         let shown = display_builtin(name);
         let input_span = Self::span_of(&s, 0, span);
-        if let Val::Tuple(_) = Self::val(&s, 0) {
-            let msg = format!("`{shown}` of a tuple of tensors is not supported; scan or reduce one tensor at a time");
-            return self.error(input_span, msg);
+        let (inputs, tuple) = match Self::val(&s, 0) {
+            Val::Tuple(t) if !cum && !t.is_empty() => (t, true),
+            other => (vec![other], false),
+        };
+        let mut xs = Vec::new();
+        for v in &inputs {
+            let Some(x) = self.tile_arg(v, input_span, &shown) else {
+                return Val::Poison;
+            };
+            let ty = self.ty(x);
+            let Elem::Scalar(d) = ty.elem else {
+                return self.error(input_span, format!("`{shown}` cannot combine pointers"));
+            };
+            if !ty.is_tile() {
+                let msg = format!("`{shown}` needs a tile, found a scalar {}", d.triton_name());
+                return self.error(input_span, msg);
+            }
+            xs.push(x);
         }
-        let Some(x) = self.tile_arg(&Self::val(&s, 0), input_span, &shown) else {
-            return Val::Poison;
-        };
-        let ty = self.ty(x).clone();
-        let Elem::Scalar(d) = ty.elem else {
-            return self.error(input_span, format!("`{shown}` cannot combine pointers"));
-        };
-        if !ty.is_tile() {
-            let msg = format!("`{shown}` needs a tile, found a scalar {}", d.triton_name());
+        let shape = self.ty(xs[0]).shape.clone();
+        if xs.iter().any(|x| self.ty(*x).shape != shape) {
+            let msg = format!("`{shown}` needs tensors of one shape");
             return self.error(input_span, msg);
         }
         let axis_val = match s.get(1) {
-            Some(None) if matches!(name, "cumsum" | "cumprod") => Val::Int(0),
+            Some(None) if cum => Val::Int(0),
             _ => Self::val(&s, 1),
         };
         let axis_span = Self::span_of(&s, 1, span);
@@ -66,16 +72,12 @@ impl Ck<'_> {
                 let msg = format!("`{shown}` needs an axis; a scan over every dimension is not supported (reshape to one dimension first)");
                 return self.error(axis_span, msg);
             }
-            v => match self.axis(&v, ty.shape.len(), axis_span) {
+            v => match self.axis(&v, shape.len(), axis_span) {
                 Some(a) => Some(a),
                 None => return Val::Poison,
             },
         };
-        let flag_at = if matches!(name, "cumsum" | "cumprod") {
-            2
-        } else {
-            3
-        };
+        let flag_at = if cum { 2 } else { 3 };
         let flag = match Self::val(&s, flag_at) {
             Val::None => false,
             v => match v.truthy() {
@@ -90,61 +92,77 @@ impl Ck<'_> {
                 }
             },
         };
-        let (src, combine) = match name {
-            "cumsum" | "cumprod" => {
-                let out = match Self::val(&s, 3) {
-                    Val::DType(t) => t,
-                    Val::None => sum_dtype(d),
-                    other => {
-                        let msg = format!("`dtype` must be a dtype, found {}", self.show(&other));
-                        return self.error(Self::span_of(&s, 3, span), msg);
-                    }
-                };
-                let op = if name == "cumsum" {
-                    BinOp::Add
-                } else {
-                    BinOp::Mul
-                };
-                (self.cast(x, out), self.binary_combine(op, out))
-            }
-            _ => {
-                let f = Self::val(&s, 2);
-                let fspan = Self::span_of(&s, 2, span);
-                match self.user_combine(&f, d, fspan, &shown) {
-                    Some(c) => (x, c),
-                    None => return Val::Poison,
+        let (srcs, combine) = if cum {
+            let d = self.scalar_of(xs[0]).unwrap_or(Scalar::F32);
+            let out = match Self::val(&s, 3) {
+                Val::DType(t) => t,
+                Val::None => sum_dtype(d),
+                other => {
+                    let msg = format!("`dtype` must be a dtype, found {}", self.show(&other));
+                    return self.error(Self::span_of(&s, 3, span), msg);
                 }
+            };
+            let op = if name == "cumsum" {
+                BinOp::Add
+            } else {
+                BinOp::Mul
+            };
+            (vec![self.cast(xs[0], out)], self.binary_combine(op, out))
+        } else {
+            let f = Self::val(&s, 2);
+            let fspan = Self::span_of(&s, 2, span);
+            let dtypes: Vec<Scalar> = xs.iter().filter_map(|x| self.scalar_of(*x)).collect();
+            match self.user_combine(&f, &dtypes, fspan, &shown) {
+                Some(c) => (xs, c),
+                None => return Val::Poison,
             }
         };
         let combine = Box::new(combine);
-        let src_ty = self.ty(src).clone();
-        if name != "reduce" {
-            let axis = axis.unwrap_or(0);
-            let op = Op::Scan {
-                src,
-                axis,
-                reverse: flag,
-                combine,
+        let mut outs = Vec::new();
+        for (part, &src) in srcs.iter().enumerate() {
+            let src_ty = self.ty(src).clone();
+            let part = part as u32;
+            let (srcs, combine) = (srcs.clone(), combine.clone());
+            let r = if name != "reduce" {
+                let axis = axis.unwrap_or(0);
+                let op = Op::Scan {
+                    srcs,
+                    part,
+                    axis,
+                    reverse: flag,
+                    combine,
+                };
+                self.emit(src_ty, op)
+            } else {
+                let mut shape = src_ty.shape.clone();
+                if let Some(a) = axis {
+                    shape.remove(a as usize);
+                } else {
+                    shape.clear();
+                }
+                let rty = Type {
+                    elem: src_ty.elem,
+                    shape,
+                };
+                let op = Op::ReduceWith {
+                    srcs,
+                    part,
+                    axis,
+                    combine,
+                };
+                let r = self.emit(rty, op);
+                if flag {
+                    self.keep_dims(r, axis, src_ty.shape.len())
+                } else {
+                    r
+                }
             };
-            return Val::Var(self.emit(src_ty, op));
+            outs.push(Val::Var(r));
         }
-        let shape: Vec<u32> = match axis {
-            None => Vec::new(),
-            Some(a) => {
-                let mut sh = src_ty.shape.clone();
-                sh.remove(a as usize);
-                sh
-            }
-        };
-        let rty = Type {
-            elem: src_ty.elem,
-            shape,
-        };
-        let r = self.emit(rty, Op::ReduceWith { src, axis, combine });
-        if flag {
-            Val::Var(self.keep_dims(r, axis, src_ty.shape.len()))
+        if tuple {
+            Val::Tuple(outs)
         } else {
-            Val::Var(r)
+            outs.pop().unwrap_or(Val::Poison)
         }
     }
 
@@ -167,27 +185,28 @@ impl Ck<'_> {
 
     /// The combine `lhs op rhs` on scalars of `d`.
     fn binary_combine(&mut self, op: BinOp, d: Scalar) -> ir::Combine {
-        let (lhs, rhs) = self.combine_params(d);
+        let lhs = self.new_var(Type::scalar(d), None);
+        let rhs = self.new_var(Type::scalar(d), None);
         self.blocks.push(Vec::new());
         let result = self.emit(Type::scalar(d), Op::Binary { op, lhs, rhs });
         let body = self.blocks.pop().unwrap_or_default();
         ir::Combine {
-            lhs,
-            rhs,
+            lhs: vec![lhs],
+            rhs: vec![rhs],
             body,
-            result,
+            results: vec![result],
         }
     }
 
-    fn combine_params(&mut self, d: Scalar) -> (VarId, VarId) {
-        let lhs = self.new_var(Type::scalar(d), None);
-        let rhs = self.new_var(Type::scalar(d), None);
-        (lhs, rhs)
-    }
-
-    /// The user's `combine_fn` (a `@triton.jit` function of two scalars of `d` returning one),
-    /// inlined on two fresh scalars.
-    fn user_combine(&mut self, f: &Val, d: Scalar, span: Span, shown: &str) -> Option<ir::Combine> {
+    /// The user's `combine_fn` (a `@triton.jit` function of two tuples of scalars of
+    /// `dtypes`, flattened, returning one such tuple), inlined on fresh scalars.
+    fn user_combine(
+        &mut self,
+        f: &Val,
+        dtypes: &[Scalar],
+        span: Span,
+        shown: &str,
+    ) -> Option<ir::Combine> {
         let Val::Jit(unit, idx) = *f else {
             if *f != Val::Poison {
                 let msg = format!(
@@ -198,18 +217,20 @@ impl Ck<'_> {
             }
             return None;
         };
-        let (lhs, rhs) = self.combine_params(d);
+        let fresh = |ck: &mut Self| -> Vec<VarId> {
+            (dtypes.iter())
+                .map(|d| ck.new_var(Type::scalar(*d), None))
+                .collect()
+        };
+        let (lhs, rhs) = (fresh(self), fresh(self));
+        let pos = (lhs.iter().chain(&rhs))
+            .map(|v| Arg {
+                val: Val::Var(*v),
+                span,
+            })
+            .collect();
         let args = Args {
-            pos: vec![
-                Arg {
-                    val: Val::Var(lhs),
-                    span,
-                },
-                Arg {
-                    val: Val::Var(rhs),
-                    span,
-                },
-            ],
+            pos,
             kw: Vec::new(),
             span,
         };
@@ -217,46 +238,42 @@ impl Ck<'_> {
         let prev = self.enter_unit(unit);
         let ret = self.inline_call(idx, args);
         self.enter_unit(prev);
-        let ret = match ret {
-            Val::Tuple(mut t) if t.len() == 1 => t.remove(0),
-            Val::Tuple(_) => {
-                self.blocks.pop();
-                self.error(
-                    span,
-                    format!(
-                        "`{shown}` of a combine function that returns a tuple is not supported"
-                    ),
-                );
-                return None;
-            }
-            other => other,
+        let rets = match ret {
+            Val::Tuple(t) => t,
+            other => vec![other],
         };
-        let want = Type::scalar(d);
-        let result = match &ret {
-            Val::Poison => None,
-            Val::Var(r) if *self.ty(*r) == want => Some(*r),
-            Val::Var(r) => {
-                let msg = format!(
-                    "the combine function returns {}, but it must return the input's dtype, {}",
-                    self.show(&Val::Var(*r)),
-                    d.triton_name()
-                );
-                self.error(span, msg);
-                None
+        let mut results = Vec::new();
+        if rets.len() != dtypes.len() {
+            let msg = format!(
+                "the combine function returns {} value(s), but `{shown}` combines {} tensor(s)",
+                rets.len(),
+                dtypes.len()
+            );
+            self.error(span, msg);
+        } else {
+            for (ret, d) in rets.iter().zip(dtypes) {
+                let want = Type::scalar(*d);
+                let r = match ret {
+                    Val::Poison => None,
+                    Val::Var(r) if *self.ty(*r) == want => Some(*r),
+                    v if v.is_number() => self.coerce_to(v, &want),
+                    other => {
+                        let msg = format!(
+                            "the combine function returns {}, but it must return a {} there (the input's dtype)",
+                            self.show(other),
+                            d.triton_name()
+                        );
+                        self.error(span, msg);
+                        None
+                    }
+                };
+                results.extend(r);
             }
-            v if v.is_number() => self.coerce_to(v, &want),
-            other => {
-                let msg = format!(
-                    "the combine function must return a {}, found {}",
-                    d.triton_name(),
-                    self.show(other)
-                );
-                self.error(span, msg);
-                None
-            }
-        };
+        }
         let body = self.blocks.pop().unwrap_or_default();
-        let result = result?;
+        if results.len() != dtypes.len() {
+            return None;
+        }
         if let Some(why) = impure(&body, self) {
             self.error(span, format!("the combine function {why}; kwb supports combine functions that compute on their scalar arguments (arithmetic, comparisons, `tl.where`, `if`)"));
             return None;
@@ -265,7 +282,7 @@ impl Ck<'_> {
             lhs,
             rhs,
             body,
-            result,
+            results,
         })
     }
 }

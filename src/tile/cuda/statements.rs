@@ -234,13 +234,15 @@ impl Writer<'_> {
             }
             Op::Reduce { op, src, axis } => self.reduce(dst, *op, *src, *axis, line),
             Op::Scan {
-                src,
+                srcs,
+                part,
                 axis,
                 reverse,
                 combine,
             } => {
                 let site = ScanSite {
-                    src: *src,
+                    srcs,
+                    part: *part as usize,
                     axis: Some(*axis),
                     reverse: *reverse,
                     combine,
@@ -248,9 +250,15 @@ impl Writer<'_> {
                 };
                 self.scan(dst, &site, line)
             }
-            Op::ReduceWith { src, axis, combine } => {
+            Op::ReduceWith {
+                srcs,
+                part,
+                axis,
+                combine,
+            } => {
                 let site = ScanSite {
-                    src: *src,
+                    srcs,
+                    part: *part as usize,
                     axis: *axis,
                     reverse: false,
                     combine,

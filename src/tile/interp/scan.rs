@@ -56,41 +56,55 @@ fn store(out: &mut Data, at: &[(usize, Num)]) -> Result<(), Fault> {
 impl Machine<'_> {
     /// `dst = op` for [`Op::Scan`] and [`Op::ReduceWith`].
     pub(super) fn combined(&mut self, dst: VarId, op: &Op) -> Result<(), Fault> {
-        let (src, axis, reverse, c, scan) = match op {
+        let (srcs, part, axis, reverse, c, scan) = match op {
             Op::Scan {
-                src,
+                srcs,
+                part,
                 axis,
                 reverse,
                 combine,
-            } => (*src, Some(*axis), *reverse, &**combine, true),
-            Op::ReduceWith { src, axis, combine } => (*src, *axis, false, &**combine, false),
+            } => (srcs, *part, Some(*axis), *reverse, &**combine, true),
+            Op::ReduceWith {
+                srcs,
+                part,
+                axis,
+                combine,
+            } => (srcs, *part, *axis, false, &**combine, false),
             _ => return Err(Fault::interp("not a scan")),
         };
         let k = self.ctx.k;
-        let shape = &k.ty(src).shape;
-        let x = elements(self.var(src)?)?;
+        let first_src = *srcs
+            .first()
+            .ok_or_else(|| Fault::interp("a scan of nothing"))?;
+        let shape = &k.ty(first_src).shape;
+        let xs = (srcs.iter())
+            .map(|s| elements(self.var(*s)?))
+            .collect::<Result<Vec<_>, Fault>>()?;
+        let numel = xs[0].len();
+        let part = part as usize;
         let (outer, len, inner) = super::shape::split(shape, axis);
-        let mut results = Vec::with_capacity(if scan { x.len() } else { outer * inner });
+        let mut results = Vec::with_capacity(if scan { numel } else { outer * inner });
         for o in 0..outer {
             for i in 0..inner {
-                let mut acc: Option<Num> = None;
+                let mut acc: Option<Vec<Num>> = None;
                 for j in 0..len {
                     let kk = if reverse { len - 1 - j } else { j };
                     let at = (o * len + kk) * inner + i;
-                    let v = *x
-                        .get(at)
+                    let v = (xs.iter())
+                        .map(|x| x.get(at).copied())
+                        .collect::<Option<Vec<Num>>>()
                         .ok_or_else(|| Fault::interp("a scan source of the wrong size"))?;
                     let next = match acc {
                         None => v,
-                        Some(a) => self.combine(c, a, v)?,
+                        Some(a) => self.combine(c, &a, &v)?,
                     };
-                    acc = Some(next);
                     if scan {
-                        results.push((at, next));
+                        results.push((at, next[part]));
                     }
+                    acc = Some(next);
                 }
                 if let (false, Some(a)) = (scan, acc) {
-                    results.push((o * inner + i, a));
+                    results.push((o * inner + i, a[part]));
                 }
             }
         }
@@ -99,20 +113,21 @@ impl Machine<'_> {
         out.reset(ty);
         let r = store(&mut out, &results);
         self.vars[dst.0 as usize] = out;
-        self.ops = self.ops.wrapping_add(x.len() as u64);
+        self.ops = self.ops.wrapping_add((numel * srcs.len()) as u64);
         r
     }
 
     /// `c(a, b)`: the combine's statements with its parameters set.
-    fn combine(&mut self, c: &Combine, a: Num, b: Num) -> Result<Num, Fault> {
-        for (v, n) in [(c.lhs, a), (c.rhs, b)] {
+    fn combine(&mut self, c: &Combine, a: &[Num], b: &[Num]) -> Result<Vec<Num>, Fault> {
+        let params = c.lhs.iter().zip(a).chain(c.rhs.iter().zip(b));
+        for (v, n) in params {
             let slot = self
                 .vars
                 .get_mut(v.0 as usize)
                 .ok_or_else(|| Fault::interp("a combine parameter that does not exist"))?;
-            *slot = one(n);
+            *slot = one(*n);
         }
         self.run_block(&c.body)?;
-        first(self.var(c.result)?)
+        (c.results.iter()).map(|r| first(self.var(*r)?)).collect()
     }
 }

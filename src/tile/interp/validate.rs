@@ -137,19 +137,29 @@ impl<'k> Validator<'k> {
         }
     }
 
-    /// A combine function over the elements of `src`: scalar parameters and result of its
-    /// dtype, and a body of its own.
-    fn combine(&self, src: VarId, c: &Combine) -> Result<(), Fault> {
-        let want = Type {
-            elem: self.ty(src)?.elem,
-            shape: Vec::new(),
-        };
-        for v in [c.lhs, c.rhs, c.result] {
-            if *self.ty(v)? != want {
-                return Err(bad("a combine function of another type than its input"));
+    /// A combine function over the tuples of `srcs` (tiles of one shape): one scalar
+    /// parameter on each side and one result per tile, of its dtype, and a body of its own.
+    fn combine(&self, srcs: &[VarId], c: &Combine) -> Result<(), Fault> {
+        let n = srcs.len();
+        if n == 0 || c.lhs.len() != n || c.rhs.len() != n || c.results.len() != n {
+            return Err(bad("a combine function of another arity than its inputs"));
+        }
+        let shape = &self.ty(srcs[0])?.shape;
+        for (k, &src) in srcs.iter().enumerate() {
+            self.scalar_elem(src)?;
+            if self.ty(src)?.shape != *shape {
+                return Err(bad("a scan of tiles of several shapes"));
+            }
+            let want = Type {
+                elem: self.ty(src)?.elem,
+                shape: Vec::new(),
+            };
+            for v in [c.lhs[k], c.rhs[k], c.results[k]] {
+                if *self.ty(v)? != want {
+                    return Err(bad("a combine function of another type than its input"));
+                }
             }
         }
-        self.scalar_elem(src)?;
         self.block(&c.body)
     }
 
@@ -350,16 +360,29 @@ impl<'k> Validator<'k> {
                 Ok(())
             }
             Op::Scan {
-                src, axis, combine, ..
+                srcs,
+                part,
+                axis,
+                combine,
+                ..
             } => {
-                let st = self.ty(*src)?;
+                let st = self.ty(*srcs
+                    .get(*part as usize)
+                    .ok_or_else(|| bad("a scan's part"))?)?;
                 if st != d || *axis as usize >= st.shape.len() {
                     return Err(bad(format!("a scan of {:?} into {:?}", st.shape, d.shape)));
                 }
-                self.combine(*src, combine)
+                self.combine(srcs, combine)
             }
-            Op::ReduceWith { src, axis, combine } => {
-                let st = self.ty(*src)?;
+            Op::ReduceWith {
+                srcs,
+                part,
+                axis,
+                combine,
+            } => {
+                let st = self.ty(*srcs
+                    .get(*part as usize)
+                    .ok_or_else(|| bad("a reduction's part"))?)?;
                 let mut want = st.shape.clone();
                 match axis {
                     None => want.clear(),
@@ -374,7 +397,7 @@ impl<'k> Validator<'k> {
                         st.shape, d.shape
                     )));
                 }
-                self.combine(*src, combine)
+                self.combine(srcs, combine)
             }
             Op::Atomic {
                 op,

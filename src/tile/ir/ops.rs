@@ -192,21 +192,25 @@ pub enum Op {
         src: VarId,
         axis: Option<u32>,
     },
-    /// `tl.associative_scan` (and `tl.cumsum`/`tl.cumprod`): the inclusive scan of `src`
-    /// along `axis` with `combine`, from the last element backwards when `reverse`; the result
-    /// has the source's type. Element `k` is `f(...f(f(x0, x1), x2)..., xk)` for some grouping
-    /// (the combine function is taken to be associative, as Triton does).
+    /// `tl.associative_scan` (and `tl.cumsum`/`tl.cumprod`): the inclusive scan of the
+    /// tuple of tiles `srcs` (one shape) along `axis` with `combine`, from the last element
+    /// backwards when `reverse`; the result is its component `part`, of that source's type.
+    /// Element `k` is `f(...f(f(x0, x1), x2)..., xk)` for some grouping (the combine function
+    /// is taken to be associative, as Triton does). A scan of several tiles is written as one
+    /// op per component, each computing the whole scan.
     Scan {
-        src: VarId,
+        srcs: Vec<VarId>,
+        part: u32,
         axis: u32,
         reverse: bool,
         combine: Box<Combine>,
     },
     /// `tl.reduce` with a combine function: like [`Op::Reduce`] (over `axis`, or every
-    /// dimension when `None`), folding the elements with `combine` in order along the axis,
-    /// under some grouping.
+    /// dimension when `None`), folding the tuples of `srcs` with `combine` in order along the
+    /// axis, under some grouping; the result is component `part`.
     ReduceWith {
-        src: VarId,
+        srcs: Vec<VarId>,
+        part: u32,
         axis: Option<u32>,
         combine: Box<Combine>,
     },
@@ -254,9 +258,8 @@ impl Op {
             | Op::Permute { src: a, .. }
             | Op::Unary { src: a, .. }
             | Op::Reduce { src: a, .. }
-            | Op::Scan { src: a, .. }
-            | Op::ReduceWith { src: a, .. }
             | Op::Hint { src: a, .. } => vec![*a],
+            Op::Scan { srcs, .. } | Op::ReduceWith { srcs, .. } => srcs.clone(),
             Op::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             Op::PtrAdd { ptr, offset } => vec![*ptr, *offset],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
@@ -302,16 +305,17 @@ impl StmtKind {
 
 /// A combine function (`combine_fn` of `tl.associative_scan` and `tl.reduce`, or the `+` and
 /// `*` of `tl.cumsum` and `tl.cumprod`), inlined on scalars: with `lhs` set to the earlier
-/// (accumulated) element and `rhs` to the later one, `body` computes `result`. All four are
-/// scalars of the scanned dtype; `body` only assigns scalars, with pure operations (no memory,
-/// reductions, scans or control flow), and never assigns `lhs` or `rhs`. Its variables belong
-/// to the combine alone: nothing outside reads them.
+/// (accumulated) tuple and `rhs` to the later one, `body` computes `results`. Each of the
+/// three holds one scalar per scanned tile, of that tile's dtype; `body` only assigns
+/// scalars, with pure operations (no memory, reductions or scans; a scalar `if` at most), and
+/// never assigns `lhs` or `rhs`. Its variables belong to the combine alone: nothing outside
+/// reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Combine {
-    pub lhs: VarId,
-    pub rhs: VarId,
+    pub lhs: Vec<VarId>,
+    pub rhs: Vec<VarId>,
     pub body: Vec<Stmt>,
-    pub result: VarId,
+    pub results: Vec<VarId>,
 }
 
 /// A statement, with the tile-source position it came from.
