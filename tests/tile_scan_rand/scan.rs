@@ -68,6 +68,26 @@ fn one_dimensional_scans_give_tritons_values() {
     assert_eq!(scan1(4, false, &b), [1., 1., 2., 3., 3., 4., 5., 6.]);
 }
 
+/// Triton 3.9.0's interpreter: `tl.sum` of an all-false mask minus 1 is 4294967295, since
+/// the sum of `int1` is `uint32`.
+#[test]
+fn sums_of_booleans_are_unsigned() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    s = tl.sum(x > 100.0)
+    tl.static_assert(s.dtype == tl.uint32)
+    tl.store(y_ptr, (s - 1).to(tl.float64))
+"#;
+    let args = [buf(DType::F32, &[0., 1., 2., 3.]), buf(DType::F64, &[0.0])];
+    let out = interp(src, &[], 1, &args).unwrap();
+    assert_eq!(out[1], [4294967295.0]);
+}
+
 const SCANS_2D: &str = r#"
 import triton
 import triton.language as tl

@@ -88,9 +88,7 @@ impl Ck<'_> {
             "sum" => {
                 let out = match Self::val(&s, 3) {
                     Val::DType(t) => t,
-                    _ if d == Scalar::I1 || (d.is_signed_int() && d.size() < 4) => Scalar::I32,
-                    _ if d.is_unsigned_int() && d.size() < 4 => Scalar::U32,
-                    _ => d,
+                    _ => super::scan::sum_dtype(d),
                 };
                 (ReduceOp::Sum, out, self.cast(x, out))
             }
