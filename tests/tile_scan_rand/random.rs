@@ -184,6 +184,35 @@ fn a_negative_seed_fills_the_keys_high_word() {
     assert_eq!(out[4][8..16], ints(&p3));
 }
 
+/// Triton 3.9.0's interpreter, seed 42: 64-bit offsets give the counter's high word, a
+/// scalar offset gives one number, and `tl.random.*` names the same functions.
+#[test]
+fn sixty_four_bit_and_scalar_offsets_give_tritons_bits() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(seed, out_i, out_u):
+    offs = tl.arange(0, 4).to(tl.int64) + 8589934595
+    r = tl.random.randint(seed, offs)
+    tl.store(out_i + tl.arange(0, 4), r.to(tl.int32))
+    pid = tl.program_id(0)
+    tl.store(out_u, tl.rand(seed, pid + 3))
+"#;
+    let args = [
+        A::Int(42),
+        buf(DType::I32, &[0.0; 4]),
+        buf(DType::F32, &[0.0]),
+    ];
+    let out = interp(src, &[], 1, &args).unwrap();
+    assert_eq!(
+        out[0],
+        ints(&[-1737250604, -98432748, -1029429511, 275166437])
+    );
+    assert_eq!(out[1], hex(&["0x1.14e3ec0000000p-1"]));
+}
+
 #[test]
 fn random_numbers_agree_with_the_emulator() {
     // The integer and uniform outputs are exact on both sides; the normals go through the

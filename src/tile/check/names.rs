@@ -90,6 +90,20 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "pointer_type",
 ];
 
+/// `tl.random.*` (also under `tl.`).
+const RANDOM: &[&str] = &[
+    "philox",
+    "philox_impl",
+    "randint",
+    "randint4x",
+    "rand",
+    "rand4x",
+    "randn",
+    "randn4x",
+    "uint_to_uniform_float",
+    "pair_uniform_to_normal",
+];
+
 pub(super) const DTYPES: &[(&str, Scalar)] = &[
     ("int1", Scalar::I1),
     ("int8", Scalar::I8),
@@ -204,6 +218,7 @@ pub(super) fn is_kernel_module(m: &str) -> bool {
             | "tl.extra.cuda"
             | "libdevice"
             | "tl.PropagateNan"
+            | "tl.random"
     )
 }
 
@@ -226,6 +241,7 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             "extra" => Some(Val::Module("tl.extra".into())),
             "constexpr" => Some(Val::ConstexprMarker),
             "PropagateNan" => Some(Val::Module("tl.PropagateNan".into())),
+            "random" => Some(Val::Module("tl.random".into())),
             _ => DTYPES
                 .iter()
                 .find(|(n, _)| *n == attr)
@@ -249,6 +265,7 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             _ => None,
         },
         "tl.extra.cuda" => (attr == "libdevice").then(|| Val::Module("libdevice".into())),
+        "tl.random" => RANDOM.iter().find(|n| **n == attr).map(|n| Val::Builtin(n)),
         "tl.PropagateNan" => match attr {
             "NONE" => Some(Val::Int(0)),
             "ALL" => Some(Val::Int(super::standard::PROPAGATE_ALL)),
@@ -265,7 +282,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
         "tl" => {
             let mut v: Vec<&str> = TL_FUNCS.to_vec();
             v.extend(DTYPES.iter().map(|(n, _)| *n));
-            v.extend(["math", "extra", "constexpr", "PropagateNan"]);
+            v.extend(["math", "extra", "constexpr", "PropagateNan", "random"]);
             v
         }
         "tl.math" => MATH.iter().map(|(n, _)| *n).collect(),
@@ -275,6 +292,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
         "tl.extra" => vec!["cuda", "libdevice"],
         "tl.extra.cuda" => vec!["libdevice"],
         "tl.PropagateNan" => vec!["NONE", "ALL"],
+        "tl.random" => RANDOM.to_vec(),
         _ => Vec::new(),
     }
 }
