@@ -8,7 +8,7 @@ use super::expr::{Arg, Args};
 use super::names;
 use super::value::{display_builtin, Val};
 use crate::tile::ast::BinaryOp;
-use crate::tile::ir::{BinOp, Elem, Op, Scalar, StmtKind, Type, UnOp};
+use crate::tile::ir::{Elem, Op, Scalar, StmtKind, Type, UnOp};
 use crate::tile::span::Span;
 
 /// The largest tile Triton allows (elements).
@@ -183,24 +183,7 @@ impl Ck<'_> {
                 };
                 self.select(Self::val(&s, 0), Self::val(&s, 1), Self::val(&s, 2), span)
             }
-            "maximum" | "minimum" => {
-                let Some(s) = self.bind(name, a, &["x", "y", "propagate_nan"], 2) else {
-                    return Val::Poison;
-                };
-                // Not folded when both are numbers: Triton makes them tensors, so the result is
-                // a runtime scalar (`tl.minimum(3, 3) // -4` truncates, as on tensors, to 0).
-                let (x, y) = (Self::val(&s, 0), Self::val(&s, 1));
-                let op = if name == "maximum" {
-                    BinOp::Max
-                } else {
-                    BinOp::Min
-                };
-                let Some(nan) = self.propagate_nan(&Self::val(&s, 2), Self::span_of(&s, 2, span))
-                else {
-                    return Val::Poison;
-                };
-                self.min_max(op, x, y, nan, span)
-            }
+            "maximum" | "minimum" => self.min_max_call(name, a),
             "fma" => self.fma(a),
             "cdiv" => {
                 let Some(s) = self.bind(name, a, &["x", "div"], 2) else {

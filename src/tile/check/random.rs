@@ -6,6 +6,7 @@
 //! uniform results are the same bits on every backend; the normal ones go through `log`,
 //! `sqrt`, `sin` and `cos`, which the generated code computes approximately, as Triton's does.
 //! Only 32-bit counters are supported (Triton's 64-bit Philox is an error at the call).
+//! `tl.umulhi`, Philox's high product, lives here too.
 
 use super::emit::Ck;
 use super::expr::Args;
@@ -30,6 +31,7 @@ impl Ck<'_> {
             "philox_impl" => &["c0", "c1", "c2", "c3", "k0", "k1", "n_rounds"],
             "uint_to_uniform_float" => &["x"],
             "pair_uniform_to_normal" => &["u1", "u2"],
+            "umulhi" => &["x", "y"],
             _ => &["seed", "offset", "n_rounds"],
         };
         let required = match name {
@@ -55,6 +57,7 @@ impl Ck<'_> {
         let arg = |i: usize| Self::val(&s, i);
         let at = |i: usize| Self::span_of(&s, i, span);
         let r = match name {
+            "umulhi" => return self.umulhi_vals(arg(0), arg(1), span),
             "philox" => {
                 let c = [arg(1), arg(2), arg(3), arg(4)];
                 let spans = [at(1), at(2), at(3), at(4)];

@@ -32,6 +32,25 @@ impl Ck<'_> {
         }
     }
 
+    /// `tl.maximum(x, y, propagate_nan)` / `tl.minimum`. Not folded when both are numbers:
+    /// Triton makes them tensors, so the result is a runtime scalar (`tl.minimum(3, 3) // -4`
+    /// truncates, as on tensors, to 0).
+    pub fn min_max_call(&mut self, name: &str, a: Args) -> Val {
+        let span = a.span;
+        let Some(s) = self.bind(name, a, &["x", "y", "propagate_nan"], 2) else {
+            return Val::Poison;
+        };
+        let Some(nan) = self.propagate_nan(&Self::val(&s, 2), Self::span_of(&s, 2, span)) else {
+            return Val::Poison;
+        };
+        let op = if name == "maximum" {
+            BinOp::Max
+        } else {
+            BinOp::Min
+        };
+        self.min_max(op, Self::val(&s, 0), Self::val(&s, 1), nan, span)
+    }
+
     /// `tl.maximum`/`tl.minimum` of `x` and `y`; with `nan`, a NaN operand gives NaN.
     pub(super) fn min_max(&mut self, op: BinOp, x: Val, y: Val, nan: bool, span: Span) -> Val {
         let (Some(p), Some(q)) = (self.operand(&x), self.operand(&y)) else {

@@ -6,9 +6,10 @@
 //! differently, which only an inexact (float) combine can tell apart.
 
 use super::exec::Machine;
+use super::validate::{bad, Validator};
 use super::value::Data;
 use super::Fault;
-use crate::tile::ir::{Combine, Op, VarId};
+use crate::tile::ir::{Combine, Op, Type, VarId};
 
 /// One element of a number: integers and floats as the interpreter holds them.
 #[derive(Debug, Clone, Copy)]
@@ -129,5 +130,72 @@ impl Machine<'_> {
         }
         self.run_block(&c.body)?;
         (c.results.iter()).map(|r| first(self.var(*r)?)).collect()
+    }
+}
+
+impl Validator<'_> {
+    /// A scan or reduction with a combine function whose result has type `d`.
+    pub(super) fn scan_op(&self, d: &Type, op: &Op) -> Result<(), Fault> {
+        let (srcs, part, axis, combine, scan) = match op {
+            Op::Scan {
+                srcs,
+                part,
+                axis,
+                combine,
+                ..
+            } => (srcs, *part, Some(*axis), combine, true),
+            Op::ReduceWith {
+                srcs,
+                part,
+                axis,
+                combine,
+            } => (srcs, *part, *axis, combine, false),
+            _ => return Err(bad("not a scan")),
+        };
+        let src = *srcs
+            .get(part as usize)
+            .ok_or_else(|| bad("a scan's part"))?;
+        let st = self.ty(src)?;
+        let mut want = st.shape.clone();
+        match axis {
+            Some(a) if (a as usize) < want.len() => {
+                if !scan {
+                    want.remove(a as usize);
+                }
+            }
+            None if !scan => want.clear(),
+            _ => return Err(bad(format!("a scan or reduction over axis {axis:?}"))),
+        }
+        if want != d.shape || st.elem != d.elem {
+            let msg = format!("a scan or reduction of {:?} into {:?}", st.shape, d.shape);
+            return Err(bad(msg));
+        }
+        self.combine(srcs, combine)
+    }
+
+    /// A combine function over the tuples of `srcs` (tiles of one shape): one scalar
+    /// parameter on each side and one result per tile, of its dtype, and a body of its own.
+    fn combine(&self, srcs: &[VarId], c: &Combine) -> Result<(), Fault> {
+        let n = srcs.len();
+        if n == 0 || c.lhs.len() != n || c.rhs.len() != n || c.results.len() != n {
+            return Err(bad("a combine function of another arity than its inputs"));
+        }
+        let shape = &self.ty(srcs[0])?.shape;
+        for (k, &src) in srcs.iter().enumerate() {
+            self.scalar_elem(src)?;
+            if self.ty(src)?.shape != *shape {
+                return Err(bad("a scan of tiles of several shapes"));
+            }
+            let want = Type {
+                elem: self.ty(src)?.elem,
+                shape: Vec::new(),
+            };
+            for v in [c.lhs[k], c.rhs[k], c.results[k]] {
+                if *self.ty(v)? != want {
+                    return Err(bad("a combine function of another type than its input"));
+                }
+            }
+        }
+        self.block(&c.body)
     }
 }

@@ -5,7 +5,7 @@
 
 use super::Fault;
 use crate::tile::ir::{
-    AtomicOp, BinOp, Combine, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
+    AtomicOp, BinOp, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
 };
 
 /// The most elements one variable may hold (Triton's own limit is 2^20).
@@ -28,16 +28,16 @@ pub(super) fn validate(k: &Kernel) -> Result<(), Fault> {
     v.block(&k.body)
 }
 
-struct Validator<'k> {
+pub(super) struct Validator<'k> {
     k: &'k Kernel,
 }
 
-fn bad(what: impl Into<String>) -> Fault {
+pub(super) fn bad(what: impl Into<String>) -> Fault {
     Fault::interp(format!("cannot interpret this kernel: {}", what.into()))
 }
 
 impl<'k> Validator<'k> {
-    fn ty(&self, v: VarId) -> Result<&'k Type, Fault> {
+    pub(super) fn ty(&self, v: VarId) -> Result<&'k Type, Fault> {
         self.k
             .vars
             .get(v.0 as usize)
@@ -45,7 +45,7 @@ impl<'k> Validator<'k> {
             .ok_or_else(|| bad(format!("variable {} does not exist", v.0)))
     }
 
-    fn scalar_elem(&self, v: VarId) -> Result<Scalar, Fault> {
+    pub(super) fn scalar_elem(&self, v: VarId) -> Result<Scalar, Fault> {
         match self.ty(v)?.elem {
             Elem::Scalar(s) => Ok(s),
             Elem::Ptr(_) => Err(bad(format!("variable {} is a pointer, not a number", v.0))),
@@ -80,7 +80,7 @@ impl<'k> Validator<'k> {
         }
     }
 
-    fn block(&self, body: &[Stmt]) -> Result<(), Fault> {
+    pub(super) fn block(&self, body: &[Stmt]) -> Result<(), Fault> {
         for s in body {
             self.stmt(s).map_err(|f| f.at_line(s.loc.line))?;
         }
@@ -135,32 +135,6 @@ impl<'k> Validator<'k> {
             StmtKind::Assume { cond } => self.scalar_elem(*cond).map(|_| ()),
             StmtKind::Barrier | StmtKind::Return => Ok(()),
         }
-    }
-
-    /// A combine function over the tuples of `srcs` (tiles of one shape): one scalar
-    /// parameter on each side and one result per tile, of its dtype, and a body of its own.
-    fn combine(&self, srcs: &[VarId], c: &Combine) -> Result<(), Fault> {
-        let n = srcs.len();
-        if n == 0 || c.lhs.len() != n || c.rhs.len() != n || c.results.len() != n {
-            return Err(bad("a combine function of another arity than its inputs"));
-        }
-        let shape = &self.ty(srcs[0])?.shape;
-        for (k, &src) in srcs.iter().enumerate() {
-            self.scalar_elem(src)?;
-            if self.ty(src)?.shape != *shape {
-                return Err(bad("a scan of tiles of several shapes"));
-            }
-            let want = Type {
-                elem: self.ty(src)?.elem,
-                shape: Vec::new(),
-            };
-            for v in [c.lhs[k], c.rhs[k], c.results[k]] {
-                if *self.ty(v)? != want {
-                    return Err(bad("a combine function of another type than its input"));
-                }
-            }
-        }
-        self.block(&c.body)
     }
 
     fn op(&self, dst: VarId, op: &Op) -> Result<(), Fault> {
@@ -359,46 +333,7 @@ impl<'k> Validator<'k> {
                 }
                 Ok(())
             }
-            Op::Scan {
-                srcs,
-                part,
-                axis,
-                combine,
-                ..
-            } => {
-                let st = self.ty(*srcs
-                    .get(*part as usize)
-                    .ok_or_else(|| bad("a scan's part"))?)?;
-                if st != d || *axis as usize >= st.shape.len() {
-                    return Err(bad(format!("a scan of {:?} into {:?}", st.shape, d.shape)));
-                }
-                self.combine(srcs, combine)
-            }
-            Op::ReduceWith {
-                srcs,
-                part,
-                axis,
-                combine,
-            } => {
-                let st = self.ty(*srcs
-                    .get(*part as usize)
-                    .ok_or_else(|| bad("a reduction's part"))?)?;
-                let mut want = st.shape.clone();
-                match axis {
-                    None => want.clear(),
-                    Some(a) if (*a as usize) < want.len() => {
-                        want.remove(*a as usize);
-                    }
-                    Some(a) => return Err(bad(format!("a reduction over axis {a}"))),
-                }
-                if want != d.shape || st.elem != d.elem {
-                    return Err(bad(format!(
-                        "a reduction of {:?} into {:?}",
-                        st.shape, d.shape
-                    )));
-                }
-                self.combine(srcs, combine)
-            }
+            Op::Scan { .. } | Op::ReduceWith { .. } => self.scan_op(d, op),
             Op::Atomic {
                 op,
                 ptr,

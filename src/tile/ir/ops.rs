@@ -192,12 +192,10 @@ pub enum Op {
         src: VarId,
         axis: Option<u32>,
     },
-    /// `tl.associative_scan` (and `tl.cumsum`/`tl.cumprod`): the inclusive scan of the
-    /// tuple of tiles `srcs` (one shape) along `axis` with `combine`, from the last element
-    /// backwards when `reverse`; the result is its component `part`, of that source's type.
-    /// Element `k` is `f(...f(f(x0, x1), x2)..., xk)` for some grouping (the combine function
-    /// is taken to be associative, as Triton does). A scan of several tiles is written as one
-    /// op per component, each computing the whole scan.
+    /// `tl.associative_scan` (`tl.cumsum`, `tl.cumprod`): the inclusive scan of the tiles
+    /// `srcs` (one shape) along `axis` with `combine`, from the end when `reverse`; the result
+    /// is component `part`. Element `k` is `f(...f(f(x0, x1), x2)..., xk)` under some grouping
+    /// (`combine` is taken to be associative, as Triton does).
     Scan {
         srcs: Vec<VarId>,
         part: u32,
@@ -205,9 +203,8 @@ pub enum Op {
         reverse: bool,
         combine: Box<Combine>,
     },
-    /// `tl.reduce` with a combine function: like [`Op::Reduce`] (over `axis`, or every
-    /// dimension when `None`), folding the tuples of `srcs` with `combine` in order along the
-    /// axis, under some grouping; the result is component `part`.
+    /// `tl.reduce` with a combine function: [`Op::Reduce`]'s shapes, `srcs` folded in order
+    /// along the axis with `combine` under some grouping; the result is component `part`.
     ReduceWith {
         srcs: Vec<VarId>,
         part: u32,
@@ -303,13 +300,11 @@ impl StmtKind {
     }
 }
 
-/// A combine function (`combine_fn` of `tl.associative_scan` and `tl.reduce`, or the `+` and
-/// `*` of `tl.cumsum` and `tl.cumprod`), inlined on scalars: with `lhs` set to the earlier
-/// (accumulated) tuple and `rhs` to the later one, `body` computes `results`. Each of the
-/// three holds one scalar per scanned tile, of that tile's dtype; `body` only assigns
-/// scalars, with pure operations (no memory, reductions or scans; a scalar `if` at most), and
-/// never assigns `lhs` or `rhs`. Its variables belong to the combine alone: nothing outside
-/// reads them.
+/// A combine function (`combine_fn` of `tl.associative_scan`/`tl.reduce`, the `+` of
+/// `tl.cumsum`), inlined on scalars: with `lhs` set to the earlier (accumulated) tuple and
+/// `rhs` to the later one, `body` computes `results`, each one scalar per scanned tile of its
+/// dtype. `body` assigns scalars only, with pure ops (a scalar `if` at most), never `lhs` or
+/// `rhs`; nothing outside reads its variables.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Combine {
     pub lhs: Vec<VarId>,
