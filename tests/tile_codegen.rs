@@ -407,6 +407,7 @@ fn two_d() -> Kernel {
             ptr: pacc,
             value: colsum,
             mask: None,
+            cmp: None,
         },
     );
     b.at(8);

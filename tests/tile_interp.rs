@@ -677,6 +677,7 @@ fn atomics_return_old_values_and_skip_masked_lanes() {
             ptr: p,
             value: ones,
             mask: Some(mask),
+            cmp: None,
         },
     );
     let pid = b.let_(ty(I32, &[]), Op::ProgramId(0));
@@ -690,6 +691,7 @@ fn atomics_return_old_values_and_skip_masked_lanes() {
             ptr: p1,
             value: fpid,
             mask: None,
+            cmp: None,
         },
     );
     let is0 = b.bin(BinOp::Eq, pid, zero);

@@ -6,9 +6,9 @@
 use super::emit::Ck;
 use super::expr::{Arg, Args};
 use super::names;
-use super::value::{display_builtin, promote, Val};
+use super::value::{display_builtin, Val};
 use crate::tile::ast::BinaryOp;
-use crate::tile::ir::{BinOp, Elem, Op, Scalar, StmtKind, Type, UnOp};
+use crate::tile::ir::{Elem, Op, Scalar, StmtKind, Type, UnOp};
 use crate::tile::span::Span;
 
 /// The largest tile Triton allows (elements).
@@ -174,33 +174,16 @@ impl Ck<'_> {
             "load" => self.load(a),
             "make_tensor_descriptor" => self.make_tensor_descriptor(a),
             "store" => self.store(a),
-            "atomic_add" | "atomic_max" | "atomic_min" => self.atomic(name, a),
+            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_xchg" | "atomic_cas" => {
+                self.atomic(name, a)
+            }
             "where" => {
                 let Some(s) = self.bind(name, a, &["condition", "x", "y"], 3) else {
                     return Val::Poison;
                 };
                 self.select(Self::val(&s, 0), Self::val(&s, 1), Self::val(&s, 2), span)
             }
-            "maximum" | "minimum" => {
-                let Some(s) = self.bind(name, a, &["x", "y", "propagate_nan"], 2) else {
-                    return Val::Poison;
-                };
-                // Not folded when both are numbers: Triton makes them tensors, so the result is
-                // a runtime scalar (`tl.minimum(3, 3) // -4` truncates, as on tensors, to 0).
-                let (x, y) = (Self::val(&s, 0), Self::val(&s, 1));
-                let op = if name == "maximum" {
-                    BinOp::Max
-                } else {
-                    BinOp::Min
-                };
-                match (self.operand(&x), self.operand(&y)) {
-                    (Some(p), Some(q)) => {
-                        let d = promote(p, q);
-                        self.emit_binary(op, &x, &y, d, d, span)
-                    }
-                    _ => self.error(span, format!("`{}` needs numbers", display_builtin(name))),
-                }
-            }
+            "maximum" | "minimum" => self.min_max_call(name, a),
             "fma" => self.fma(a),
             "cdiv" => {
                 let Some(s) = self.bind(name, a, &["x", "div"], 2) else {
@@ -231,6 +214,26 @@ impl Ck<'_> {
                 }
             }
             "sum" | "max" | "min" | "argmax" | "argmin" => self.reduce(name, a),
+            "cumsum" | "cumprod" | "associative_scan" | "reduce" => self.scan_call(name, a),
+            "join" | "split" | "interleave" | "flip" | "ravel" => self.rearrange(name, a),
+            "clamp" => self.clamp(a),
+            "swizzle2d" => self.swizzle2d(a),
+            "philox"
+            | "philox_impl"
+            | "randint"
+            | "randint4x"
+            | "rand"
+            | "rand4x"
+            | "randn"
+            | "randn4x"
+            | "uint_to_uniform_float"
+            | "pair_uniform_to_normal" => self.random(name, a),
+            "umulhi" => {
+                let Some(s) = self.bind(name, a, &["x", "y"], 2) else {
+                    return Val::Poison;
+                };
+                self.umulhi_vals(Self::val(&s, 0), Self::val(&s, 1), span)
+            }
             "reshape" | "view" | "broadcast_to" | "trans" | "permute" | "expand_dims"
             | "broadcast" => self.reshape_like(name, a),
             "multiple_of" | "max_contiguous" => self.hint(name, a),

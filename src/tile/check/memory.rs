@@ -393,7 +393,14 @@ impl Ck<'_> {
 
     pub fn atomic(&mut self, name: &str, a: Args) -> Val {
         let span = a.span;
-        let Some(s) = self.bind(name, a, &["pointer", "val", "mask", "sem", "scope"], 2) else {
+        let cas = name == "atomic_cas";
+        let params: &[&str] = if cas {
+            &["pointer", "cmp", "val", "sem", "scope"]
+        } else {
+            &["pointer", "val", "mask", "sem", "scope"]
+        };
+        let required = if cas { 3 } else { 2 };
+        let Some(s) = self.bind(name, a, params, required) else {
             return Val::Poison;
         };
         let shown = format!("tl.{name}");
@@ -402,24 +409,53 @@ impl Ck<'_> {
         else {
             return Val::Poison;
         };
+        if matches!(name, "atomic_cas" | "atomic_xchg") && !matches!(pointee.size(), 4 | 8) {
+            let msg = format!(
+                "`{shown}` of {} is not supported (32- and 64-bit elements are)",
+                pointee.triton_name()
+            );
+            return self.error(Self::span_of(&s, 0, span), msg);
+        }
         let mut shape = self.ty(ptr).shape.clone();
-        let Ok(mask) = self.mask(&Self::val(&s, 2), Self::span_of(&s, 2, span), &mut shape) else {
-            return Val::Poison;
+        let mask_at = if cas { None } else { Some(2) };
+        let mask = match mask_at {
+            Some(i) => match self.mask(&Self::val(&s, i), Self::span_of(&s, i, span), &mut shape) {
+                Ok(m) => m,
+                Err(()) => return Val::Poison,
+            },
+            None => None,
         };
+        let val_at = if cas { 2 } else { 1 };
         let Some(value) = self.stored_value(
-            &Self::val(&s, 1),
+            &Self::val(&s, val_at),
             pointee,
             &shape,
-            Self::span_of(&s, 1, span),
+            Self::span_of(&s, val_at, span),
             &shown,
         ) else {
             return Val::Poison;
+        };
+        let cmp = if cas {
+            let Some(c) = self.stored_value(
+                &Self::val(&s, 1),
+                pointee,
+                &shape,
+                Self::span_of(&s, 1, span),
+                &shown,
+            ) else {
+                return Val::Poison;
+            };
+            Some(c)
+        } else {
+            None
         };
         let ptr = self.bcast(ptr, &shape);
         let mask = mask.map(|m| self.bcast(m, &shape));
         let op = match name {
             "atomic_add" => AtomicOp::Add,
             "atomic_max" => AtomicOp::Max,
+            "atomic_xchg" => AtomicOp::Xchg,
+            "atomic_cas" => AtomicOp::Cas,
             _ => AtomicOp::Min,
         };
         let ty = Type {
@@ -433,6 +469,7 @@ impl Ck<'_> {
                 ptr,
                 value,
                 mask,
+                cmp,
             },
         ))
     }

@@ -39,6 +39,28 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "min",
     "argmax",
     "argmin",
+    "cumsum",
+    "cumprod",
+    "associative_scan",
+    "reduce",
+    "philox",
+    "philox_impl",
+    "randint",
+    "randint4x",
+    "rand",
+    "rand4x",
+    "randn",
+    "randn4x",
+    "uint_to_uniform_float",
+    "pair_uniform_to_normal",
+    "umulhi",
+    "join",
+    "split",
+    "interleave",
+    "flip",
+    "ravel",
+    "clamp",
+    "swizzle2d",
     "reshape",
     "view",
     "broadcast_to",
@@ -49,6 +71,8 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "atomic_add",
     "atomic_max",
     "atomic_min",
+    "atomic_xchg",
+    "atomic_cas",
     "multiple_of",
     "max_contiguous",
     "debug_barrier",
@@ -64,6 +88,20 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "next_power_of_2",
     "make_tensor_descriptor",
     "pointer_type",
+];
+
+/// `tl.random.*` (also under `tl.`).
+const RANDOM: &[&str] = &[
+    "philox",
+    "philox_impl",
+    "randint",
+    "randint4x",
+    "rand",
+    "rand4x",
+    "randn",
+    "randn4x",
+    "uint_to_uniform_float",
+    "pair_uniform_to_normal",
 ];
 
 pub(super) const DTYPES: &[(&str, Scalar)] = &[
@@ -100,6 +138,7 @@ const MATH: &[(&str, &str)] = &[
     ("floor", "floor"),
     ("ceil", "ceil"),
     ("fma", "fma"),
+    ("umulhi", "umulhi"),
     ("max", "maximum"),
     ("min", "minimum"),
     ("fmax", "maximum"),
@@ -128,6 +167,13 @@ pub(super) const METHODS: &[(&str, &str)] = &[
     ("min", "min"),
     ("argmax", "argmax"),
     ("argmin", "argmin"),
+    ("cumsum", "cumsum"),
+    ("cumprod", "cumprod"),
+    ("associative_scan", "associative_scan"),
+    ("reduce", "reduce"),
+    ("split", "split"),
+    ("flip", "flip"),
+    ("ravel", "ravel"),
     ("reshape", "reshape"),
     ("view", "reshape"),
     ("broadcast_to", "broadcast_to"),
@@ -165,7 +211,14 @@ pub(super) fn method(name: &str) -> Option<&'static str> {
 pub(super) fn is_kernel_module(m: &str) -> bool {
     matches!(
         m,
-        "triton" | "tl" | "tl.math" | "tl.extra" | "tl.extra.cuda" | "libdevice"
+        "triton"
+            | "tl"
+            | "tl.math"
+            | "tl.extra"
+            | "tl.extra.cuda"
+            | "libdevice"
+            | "tl.PropagateNan"
+            | "tl.random"
     )
 }
 
@@ -187,6 +240,8 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             "math" => Some(Val::Module("tl.math".into())),
             "extra" => Some(Val::Module("tl.extra".into())),
             "constexpr" => Some(Val::ConstexprMarker),
+            "PropagateNan" => Some(Val::Module("tl.PropagateNan".into())),
+            "random" => Some(Val::Module("tl.random".into())),
             _ => DTYPES
                 .iter()
                 .find(|(n, _)| *n == attr)
@@ -210,6 +265,12 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             _ => None,
         },
         "tl.extra.cuda" => (attr == "libdevice").then(|| Val::Module("libdevice".into())),
+        "tl.random" => RANDOM.iter().find(|n| **n == attr).map(|n| Val::Builtin(n)),
+        "tl.PropagateNan" => match attr {
+            "NONE" => Some(Val::Int(0)),
+            "ALL" => Some(Val::Int(super::standard::PROPAGATE_ALL)),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -221,7 +282,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
         "tl" => {
             let mut v: Vec<&str> = TL_FUNCS.to_vec();
             v.extend(DTYPES.iter().map(|(n, _)| *n));
-            v.extend(["math", "extra", "constexpr"]);
+            v.extend(["math", "extra", "constexpr", "PropagateNan", "random"]);
             v
         }
         "tl.math" => MATH.iter().map(|(n, _)| *n).collect(),
@@ -230,6 +291,8 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
             .collect(),
         "tl.extra" => vec!["cuda", "libdevice"],
         "tl.extra.cuda" => vec!["libdevice"],
+        "tl.PropagateNan" => vec!["NONE", "ALL"],
+        "tl.random" => RANDOM.to_vec(),
         _ => Vec::new(),
     }
 }

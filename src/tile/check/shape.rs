@@ -10,7 +10,7 @@ use crate::tile::span::Span;
 
 impl Ck<'_> {
     /// A runtime tile argument (a scalar where `allow_scalar`).
-    fn tile_arg(&mut self, v: &Val, span: Span, what: &str) -> Option<VarId> {
+    pub(super) fn tile_arg(&mut self, v: &Val, span: Span, what: &str) -> Option<VarId> {
         match v {
             Val::Var(x) => Some(*x),
             Val::Poison => None,
@@ -23,7 +23,7 @@ impl Ck<'_> {
     }
 
     /// An axis in `0..rank` (negative counts from the end).
-    fn axis(&mut self, v: &Val, rank: usize, span: Span) -> Option<u32> {
+    pub(super) fn axis(&mut self, v: &Val, rank: usize, span: Span) -> Option<u32> {
         let a = self.const_int(v, span, "the axis")?;
         let r = rank as i64;
         let n = if a < 0 { a.wrapping_add(r) } else { a };
@@ -88,9 +88,7 @@ impl Ck<'_> {
             "sum" => {
                 let out = match Self::val(&s, 3) {
                     Val::DType(t) => t,
-                    _ if d == Scalar::I1 || (d.is_signed_int() && d.size() < 4) => Scalar::I32,
-                    _ if d.is_unsigned_int() && d.size() < 4 => Scalar::U32,
-                    _ => d,
+                    _ => super::scan::sum_dtype(d),
                 };
                 (ReduceOp::Sum, out, self.cast(x, out))
             }
@@ -116,33 +114,11 @@ impl Ck<'_> {
             },
             Op::Reduce { op, src, axis },
         );
-        if !keep {
-            return Val::Var(r);
+        if keep {
+            Val::Var(self.keep_dims(r, axis, ty.shape.len()))
+        } else {
+            Val::Var(r)
         }
-        let kept = match axis {
-            Some(a) => {
-                let mut sh = self.ty(r).shape.clone();
-                sh.insert(a as usize, 1);
-                self.emit(
-                    Type {
-                        elem: Elem::Scalar(out),
-                        shape: sh,
-                    },
-                    Op::ExpandDims { src: r, axis: a },
-                )
-            }
-            None => {
-                let sh = vec![1; ty.shape.len()];
-                self.emit(
-                    Type {
-                        elem: Elem::Scalar(out),
-                        shape: sh,
-                    },
-                    Op::Splat(r),
-                )
-            }
-        };
-        Val::Var(kept)
     }
 
     /// `trans`/`permute`/`.T`: `perm` of `None` swaps the last two dimensions.

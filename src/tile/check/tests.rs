@@ -269,3 +269,76 @@ fn helpers_are_inlined() {
     let e = kernel(src, req("r", vec![ptr(DType::F32)], &[])).unwrap_err();
     assert!(e[0].contains("recursion"), "{e:?}");
 }
+
+#[test]
+fn cumsum_is_a_scan_with_an_add_in_the_promoted_dtype() {
+    let k = ok("x = tl.load(x_ptr + tl.arange(0, B))\ny = tl.cumsum(x.to(tl.int8), 0, reverse=True)\ntl.store(y_ptr + tl.arange(0, B), y)");
+    let scans: Vec<_> = all_assigns(&k)
+        .into_iter()
+        .filter_map(|(op, ty)| match op {
+            Op::Scan {
+                srcs,
+                reverse,
+                combine,
+                ..
+            } => Some((srcs, reverse, combine, ty)),
+            _ => None,
+        })
+        .collect();
+    let [(srcs, reverse, combine, ty)] = scans.as_slice() else {
+        panic!("one scan expected: {scans:?}");
+    };
+    assert!(*reverse);
+    assert_eq!(ty.elem, Elem::Scalar(Scalar::I32));
+    assert_eq!(k.ty(srcs[0]).elem, Elem::Scalar(Scalar::I32));
+    assert!(matches!(
+        combine.body.as_slice(),
+        [ir::Stmt {
+            kind: StmtKind::Assign {
+                op: Op::Binary { op: BinOp::Add, .. },
+                ..
+            },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn a_reduction_of_a_tuple_is_one_op_per_component() {
+    let src = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef pick(a, i, b, j):\n    return tl.maximum(a, b), tl.minimum(i, j)\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, B: tl.constexpr):\n    x = tl.load(x_ptr + tl.arange(0, B))\n    v, i = tl.reduce((x, tl.arange(0, B)), 0, pick)\n    tl.store(y_ptr, v + i)\n";
+    let k = kernel(src, std_req(DType::F32, DType::F32)).unwrap();
+    let parts: Vec<u32> = all_assigns(&k)
+        .into_iter()
+        .filter_map(|(op, _)| match op {
+            Op::ReduceWith {
+                srcs,
+                part,
+                combine,
+                ..
+            } => {
+                assert_eq!((srcs.len(), combine.results.len()), (2, 2));
+                Some(part)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parts, [0, 1]);
+}
+
+#[test]
+fn philox_is_inlined_with_two_high_products_a_round() {
+    let k = ok("o = tl.arange(0, B)\nr = tl.randint(7, o, n_rounds=3)\ntl.store(y_ptr + o, r.to(tl.float32))");
+    let mulhi = all_assigns(&k)
+        .iter()
+        .filter(|(op, _)| {
+            matches!(
+                op,
+                Op::Binary {
+                    op: BinOp::MulHi,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(mulhi, 6);
+}

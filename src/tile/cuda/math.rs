@@ -319,6 +319,11 @@ pub fn binary(op: BinOp, s: Scalar, a: &str, b: &str) -> Result<String, String> 
         Max if s == Scalar::F64 => format!("fmax({a}, {b})"),
         Min => format!("({a} < {b} ? {a} : {b})"),
         Max => format!("({a} > {b} ? {a} : {b})"),
+        MulHi if s.size() == 4 => format!("({t})__umulhi((unsigned){a}, (unsigned){b})"),
+        MulHi if s.size() == 8 => {
+            format!("({t})__umul64hi((unsigned long long){a}, (unsigned long long){b})")
+        }
+        MulHi => return Err(format!("umulhi on {}", s.triton_name())),
         BitAnd | BitOr | BitXor | Shl | Shr if !int => {
             return Err(format!("bitwise {op:?} on {}", s.triton_name()).to_lowercase())
         }

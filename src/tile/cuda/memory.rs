@@ -375,14 +375,36 @@ impl Writer<'_> {
         dst: VarId,
         op: AtomicOp,
         ptr: VarId,
-        value: VarId,
+        (value, cmp): (VarId, Option<VarId>),
         mask: Option<VarId>,
         line: u32,
     ) {
         let s = elem_scalar(self.k, ptr);
         let t = c_scalar(s);
-        let call = |p: &str, v: &str| -> Option<String> {
+        let u64p = "(unsigned long long*)";
+        let call = |p: &str, v: &str, c: &str| -> Option<String> {
             Some(match (op, s) {
+                (AtomicOp::Xchg, Scalar::I32 | Scalar::U32 | Scalar::U64 | Scalar::F32) => {
+                    format!("atomicExch({p}, {v})")
+                }
+                (AtomicOp::Xchg, Scalar::I64) => format!(
+                    "(long long)atomicExch({u64p}{p}, (unsigned long long){v})"
+                ),
+                (AtomicOp::Xchg, Scalar::F64) => format!(
+                    "__longlong_as_double((long long)atomicExch({u64p}{p}, (unsigned long long)__double_as_longlong({v})))"
+                ),
+                (AtomicOp::Cas, Scalar::I32 | Scalar::U32 | Scalar::U64) => {
+                    format!("atomicCAS({p}, {c}, {v})")
+                }
+                (AtomicOp::Cas, Scalar::I64) => format!(
+                    "(long long)atomicCAS({u64p}{p}, (unsigned long long){c}, (unsigned long long){v})"
+                ),
+                (AtomicOp::Cas, Scalar::F32) => format!(
+                    "__int_as_float(atomicCAS((int*){p}, __float_as_int({c}), __float_as_int({v})))"
+                ),
+                (AtomicOp::Cas, Scalar::F64) => format!(
+                    "__longlong_as_double((long long)atomicCAS({u64p}{p}, (unsigned long long)__double_as_longlong({c}), (unsigned long long)__double_as_longlong({v})))"
+                ),
                 (AtomicOp::Add, Scalar::I64) => format!(
                     "(long long)atomicAdd((unsigned long long*){p}, (unsigned long long){v})"
                 ),
@@ -409,7 +431,7 @@ impl Writer<'_> {
                 _ => return None,
             })
         };
-        if call("p", "v").is_none() {
+        if call("p", "v", "c").is_none() {
             let what = format!("atomic {op:?} on {}", s.triton_name()).to_lowercase();
             self.unsupported(&what, line);
             return;
@@ -427,7 +449,8 @@ impl Writer<'_> {
             self.line(&format!(
                 "{t}* kwb_r = reinterpret_cast<{t}*>(kwb_red + {off});"
             ));
-            let c = call(self.name(ptr), self.name(value)).unwrap_or_default();
+            let cv = cmp.map(|c| self.name(c).to_string()).unwrap_or_default();
+            let c = call(self.name(ptr), self.name(value), &cv).unwrap_or_default();
             self.line(&format!(
                 "if (kwb_tid == 0) *kwb_r = (true{m}) ? {c} : {zero};"
             ));
@@ -450,7 +473,8 @@ impl Writer<'_> {
             format!("if ({}) ", conds.join(" && "))
         };
         let d = self.at(dst, "e");
-        let c = call(&self.at(ptr, "e"), &self.at(value, "e")).unwrap_or_default();
+        let cv = cmp.map(|c| self.at(c, "e")).unwrap_or_default();
+        let c = call(&self.at(ptr, "e"), &self.at(value, "e"), &cv).unwrap_or_default();
         self.line("#pragma unroll");
         self.open(&format!("for (int e = 0; e < {}; ++e) {{", l.ept));
         self.line(&format!("{d} = {zero};"));

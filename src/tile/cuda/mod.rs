@@ -22,6 +22,7 @@ mod reduce;
 mod relayout;
 mod remat;
 mod ring;
+mod scan;
 mod statements;
 mod streaming;
 mod stride;
@@ -111,6 +112,7 @@ fn helpers_for(code: &str) -> String {
     let all: Vec<(&str, &str)> = math::HELPERS
         .iter()
         .chain(reduce::ARG_HELPERS)
+        .chain(scan::HELPERS)
         .chain(dot::HELPERS)
         .chain(ring::HELPERS)
         .chain(tma::HELPERS)

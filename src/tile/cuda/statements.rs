@@ -4,6 +4,7 @@
 
 use super::math;
 use super::names::{self, elem_scalar, literal};
+use super::scan::ScanSite;
 use super::writer::Writer;
 use crate::tile::ir::{Const, Op, Scalar, Stmt, StmtKind, VarId};
 
@@ -232,13 +233,47 @@ impl Writer<'_> {
                 self.load(dst, *ptr, mask, *other, line)
             }
             Op::Reduce { op, src, axis } => self.reduce(dst, *op, *src, *axis, line),
+            Op::Scan {
+                srcs,
+                part,
+                axis,
+                reverse,
+                combine,
+            } => {
+                let site = ScanSite {
+                    srcs,
+                    part: *part as usize,
+                    axis: Some(*axis),
+                    reverse: *reverse,
+                    combine,
+                    scan: true,
+                };
+                self.scan(dst, &site, line)
+            }
+            Op::ReduceWith {
+                srcs,
+                part,
+                axis,
+                combine,
+            } => {
+                let site = ScanSite {
+                    srcs,
+                    part: *part as usize,
+                    axis: *axis,
+                    reverse: false,
+                    combine,
+                    scan: false,
+                };
+                self.scan(dst, &site, line)
+            }
             Op::Dot { a, b, acc, .. } => self.dot(dst, *a, *b, *acc, line),
             Op::Atomic {
                 op,
                 ptr,
                 value,
                 mask,
-            } => self.atomic(dst, *op, *ptr, *value, *mask, line),
+                cmp,
+            } => self.atomic(dst, *op, *ptr, (*value, *cmp), *mask, line),
         }
     }
 
@@ -281,6 +316,7 @@ impl Writer<'_> {
     pub fn uses_scratch(&self, dst: VarId, op: &Op) -> bool {
         match op {
             Op::Reduce { .. } => self.is_tile(dst),
+            Op::Scan { .. } | Op::ReduceWith { .. } => true,
             Op::Broadcast(src)
             | Op::Permute { src, .. }
             | Op::Reshape(src)

@@ -57,10 +57,14 @@ fn elementwise_operands(op: &Op) -> Vec<VarId> {
             v
         }
         Op::Atomic {
-            ptr, value, mask, ..
+            ptr,
+            value,
+            mask,
+            cmp,
+            ..
         } => {
             let mut v = vec![*ptr, *value];
-            v.extend(mask.iter().copied());
+            v.extend(mask.iter().chain(cmp.iter()).copied());
             v
         }
         // The accumulator is updated in place.

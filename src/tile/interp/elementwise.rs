@@ -265,6 +265,13 @@ fn int_binary(op: BinOp, s: Scalar, a: &[i64], b: &[i64], o: &mut [i64]) {
                 ((x as u64) >> y) as i64
             }
         }),
+        BinOp::MulHi => {
+            let mask = u64::MAX >> (64 - bits.clamp(1, 64));
+            map2(o, a, b, |x, y| {
+                let p = u128::from(x as u64 & mask) * u128::from(y as u64 & mask);
+                (p >> bits) as u64 as i64
+            })
+        }
         // Comparisons are handled by `int_compare`.
         _ => o.fill(0),
     }

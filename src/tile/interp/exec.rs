@@ -85,8 +85,8 @@ fn kind_mismatch(v: VarId, want: &str) -> Fault {
 }
 
 pub(super) struct Machine<'a> {
-    ctx: Ctx<'a>,
-    vars: Vec<Data>,
+    pub(super) ctx: Ctx<'a>,
+    pub(super) vars: Vec<Data>,
     steps: u64,
     /// Statement executions allowed ([`MAX_STEPS`] unless a test lowers it).
     pub max_steps: u64,
@@ -172,7 +172,12 @@ impl<'a> Machine<'a> {
         Ok(Flow::Normal)
     }
 
-    fn var(&self, v: VarId) -> Result<&Data, Fault> {
+    /// Runs a block that cannot `return` (a combine function's body).
+    pub(super) fn run_block(&mut self, body: &[Stmt]) -> Result<(), Fault> {
+        self.block(body).map(|_| ())
+    }
+
+    pub(super) fn var(&self, v: VarId) -> Result<&Data, Fault> {
         self.vars
             .get(v.0 as usize)
             .ok_or_else(|| Fault::interp(format!("variable {} does not exist", v.0)))
@@ -276,6 +281,9 @@ impl<'a> Machine<'a> {
     }
 
     fn assign(&mut self, dst: VarId, op: &Op) -> Result<(), Fault> {
+        if matches!(op, Op::Scan { .. } | Op::ReduceWith { .. }) {
+            return self.combined(dst, op);
+        }
         let k = self.ctx.k;
         let d = dst.0 as usize;
         let ty = &k
@@ -332,8 +340,12 @@ fn eval(ctx: &mut Ctx, env: &Env, ty: &Type, op: &Op, out: &mut Data) -> Result<
             ptr,
             value,
             mask,
-        } => return memory::atomic(ctx, env, *op, *ptr, *value, *mask, out),
+            cmp,
+        } => return memory::atomic(ctx, env, *op, *ptr, (*value, *cmp), *mask, out),
         Op::Dot { a, b, acc, .. } => return dot::dot(env, *a, *b, *acc, ty, out),
+        Op::Scan { .. } | Op::ReduceWith { .. } => {
+            return Err(Fault::interp("a scan evaluated as a plain op"))
+        }
     }?;
     Ok(n)
 }

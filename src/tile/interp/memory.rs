@@ -175,7 +175,7 @@ pub(super) fn atomic(
     env: &Env,
     op: AtomicOp,
     ptr: VarId,
-    value: VarId,
+    (value, cmp): (VarId, Option<VarId>),
     mask: Option<VarId>,
     out: &mut Data,
 ) -> Result<u64, Fault> {
@@ -187,8 +187,11 @@ pub(super) fn atomic(
         AtomicOp::Add => "atomic add on",
         AtomicOp::Max => "atomic max on",
         AtomicOp::Min => "atomic min on",
+        AtomicOp::Xchg => "atomic exchange on",
+        AtomicOp::Cas => "atomic compare-and-swap on",
     };
     let value = env.get(value)?;
+    let cmp = cmp.map(|c| env.get(c)).transpose()?;
     let u64s = s == Scalar::U64;
     for (i, &p) in ptrs.iter().enumerate() {
         if !on(mask, i) {
@@ -207,10 +210,18 @@ pub(super) fn atomic(
             (Data::Float(v), Data::Float(o)) if s.is_float() => {
                 let old = read_float(s, cell);
                 let x = lane(v, i);
-                let new = match op {
-                    AtomicOp::Add => round(s, old + x),
-                    AtomicOp::Max => fmax(old, x),
-                    AtomicOp::Min => fmin(old, x),
+                // A compare-and-swap compares bits, as the hardware does (-0.0 is not 0.0).
+                let bits = |v: f64| match s {
+                    Scalar::F64 => v.to_bits(),
+                    _ => u64::from((v as f32).to_bits()),
+                };
+                let new = match (op, cmp) {
+                    (AtomicOp::Add, _) => round(s, old + x),
+                    (AtomicOp::Max, _) => fmax(old, x),
+                    (AtomicOp::Min, _) => fmin(old, x),
+                    (AtomicOp::Xchg, _) => x,
+                    (AtomicOp::Cas, Some(Data::Float(c))) if bits(old) == bits(lane(c, i)) => x,
+                    (AtomicOp::Cas, _) => old,
                 };
                 write_float(s, new, cell);
                 if let Some(slot) = o.get_mut(i) {
@@ -227,10 +238,12 @@ pub(super) fn atomic(
                         v
                     }
                 };
-                let new = match op {
-                    AtomicOp::Add => wrap(s, old.wrapping_add(x)),
-                    AtomicOp::Max if key(x) > key(old) => x,
-                    AtomicOp::Min if key(x) < key(old) => x,
+                let new = match (op, cmp) {
+                    (AtomicOp::Add, _) => wrap(s, old.wrapping_add(x)),
+                    (AtomicOp::Max, _) if key(x) > key(old) => x,
+                    (AtomicOp::Min, _) if key(x) < key(old) => x,
+                    (AtomicOp::Xchg, _) => x,
+                    (AtomicOp::Cas, Some(Data::Int(c))) if lane(c, i) == old => x,
                     _ => old,
                 };
                 write_int(s, new, cell);

@@ -14,6 +14,7 @@ mod elementwise;
 mod exec;
 mod math;
 mod memory;
+mod scan;
 mod shape;
 mod validate;
 mod value;

@@ -110,7 +110,7 @@ fn gather<T: Copy + Default>(src: &[T], shape: &[u32], by: &[usize], out: &mut [
 }
 
 /// `(outer, len, inner)`: the source seen as `[outer, len, inner]` with `len` reduced.
-fn split(shape: &[u32], axis: Option<u32>) -> (usize, usize, usize) {
+pub(super) fn split(shape: &[u32], axis: Option<u32>) -> (usize, usize, usize) {
     let prod = |s: &[u32]| s.iter().map(|&d| d as usize).product::<usize>();
     match axis {
         None => (1, prod(shape), 1),

@@ -5,7 +5,7 @@
 
 use super::Fault;
 use crate::tile::ir::{
-    BinOp, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
+    AtomicOp, BinOp, Elem, Kernel, Op, ReduceOp, Scalar, Stmt, StmtKind, Type, UnOp, VarId,
 };
 
 /// The most elements one variable may hold (Triton's own limit is 2^20).
@@ -28,16 +28,16 @@ pub(super) fn validate(k: &Kernel) -> Result<(), Fault> {
     v.block(&k.body)
 }
 
-struct Validator<'k> {
+pub(super) struct Validator<'k> {
     k: &'k Kernel,
 }
 
-fn bad(what: impl Into<String>) -> Fault {
+pub(super) fn bad(what: impl Into<String>) -> Fault {
     Fault::interp(format!("cannot interpret this kernel: {}", what.into()))
 }
 
 impl<'k> Validator<'k> {
-    fn ty(&self, v: VarId) -> Result<&'k Type, Fault> {
+    pub(super) fn ty(&self, v: VarId) -> Result<&'k Type, Fault> {
         self.k
             .vars
             .get(v.0 as usize)
@@ -45,7 +45,7 @@ impl<'k> Validator<'k> {
             .ok_or_else(|| bad(format!("variable {} does not exist", v.0)))
     }
 
-    fn scalar_elem(&self, v: VarId) -> Result<Scalar, Fault> {
+    pub(super) fn scalar_elem(&self, v: VarId) -> Result<Scalar, Fault> {
         match self.ty(v)?.elem {
             Elem::Scalar(s) => Ok(s),
             Elem::Ptr(_) => Err(bad(format!("variable {} is a pointer, not a number", v.0))),
@@ -80,7 +80,7 @@ impl<'k> Validator<'k> {
         }
     }
 
-    fn block(&self, body: &[Stmt]) -> Result<(), Fault> {
+    pub(super) fn block(&self, body: &[Stmt]) -> Result<(), Fault> {
         for s in body {
             self.stmt(s).map_err(|f| f.at_line(s.loc.line))?;
         }
@@ -333,13 +333,25 @@ impl<'k> Validator<'k> {
                 }
                 Ok(())
             }
+            Op::Scan { .. } | Op::ReduceWith { .. } => self.scan_op(d, op),
             Op::Atomic {
-                ptr, value, mask, ..
+                op,
+                ptr,
+                value,
+                mask,
+                cmp,
             } => {
                 let pt = self.ty(*ptr)?;
                 let p = self.ptr_elem(*ptr)?;
                 let (v, ds) = (self.scalar_elem(*value)?, self.scalar_elem(dst)?);
                 self.fits(*value, &pt.shape)?;
+                if (*op == AtomicOp::Cas) != cmp.is_some() {
+                    return Err(bad("a compare-and-swap without its compared value"));
+                }
+                if let Some(c) = cmp {
+                    same_elem(*c)?;
+                    self.fits(*c, &pt.shape)?;
+                }
                 if pt.shape != d.shape
                     || v.is_float() != p.is_float()
                     || ds.is_float() != p.is_float()

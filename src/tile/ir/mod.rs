@@ -157,6 +157,10 @@ impl Kernel {
                         clear(cond_body);
                         clear(body);
                     }
+                    StmtKind::Assign {
+                        op: Op::Scan { combine, .. } | Op::ReduceWith { combine, .. },
+                        ..
+                    } => clear(&mut combine.body),
                     _ => {}
                 }
             }

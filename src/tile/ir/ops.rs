@@ -21,6 +21,9 @@ pub enum BinOp {
     Shl,
     /// Arithmetic for signed, logical for unsigned.
     Shr,
+    /// `tl.umulhi`: the high half of the full product of the operands taken as unsigned
+    /// integers of their width (32 or 64 bits), read back as the operands' dtype.
+    MulHi,
     /// libdevice's two-argument functions, on float32 and float64 only.
     Pow,
     Atan2,
@@ -105,6 +108,11 @@ pub enum AtomicOp {
     Add,
     Max,
     Min,
+    /// `tl.atomic_xchg`: the value replaces the old one.
+    Xchg,
+    /// `tl.atomic_cas`: the value replaces the old one where the old one equals the atomic's
+    /// `cmp` (bit for bit, for floats, as the hardware compares).
+    Cas,
 }
 
 /// The right-hand side of an assignment. Operands are variables; the destination's type is the
@@ -184,12 +192,34 @@ pub enum Op {
         src: VarId,
         axis: Option<u32>,
     },
+    /// `tl.associative_scan` (`tl.cumsum`, `tl.cumprod`): the inclusive scan of the tiles
+    /// `srcs` (one shape) along `axis` with `combine`, from the end when `reverse`; the result
+    /// is component `part`. Element `k` is `f(...f(f(x0, x1), x2)..., xk)` under some grouping
+    /// (`combine` is taken to be associative, as Triton does).
+    Scan {
+        srcs: Vec<VarId>,
+        part: u32,
+        axis: u32,
+        reverse: bool,
+        combine: Box<Combine>,
+    },
+    /// `tl.reduce` with a combine function: [`Op::Reduce`]'s shapes, `srcs` folded in order
+    /// along the axis with `combine` under some grouping; the result is component `part`.
+    ReduceWith {
+        srcs: Vec<VarId>,
+        part: u32,
+        axis: Option<u32>,
+        combine: Box<Combine>,
+    },
     /// `tl.atomic_*`: returns the old values. Masked-off lanes do nothing and yield 0.
     Atomic {
         op: AtomicOp,
         ptr: VarId,
         value: VarId,
         mask: Option<VarId>,
+        /// What [`AtomicOp::Cas`] compares the old value with (of the value's type); `None`
+        /// for the other ops.
+        cmp: Option<VarId>,
     },
     /// `tl.dot`: the matrix product of `a` (`[M, K]`) and `b` (`[K, N]`), both fp16, bf16 or
     /// fp32 of one dtype, plus `acc` (`[M, N]`, of the destination's type) when given. The
@@ -226,6 +256,7 @@ impl Op {
             | Op::Unary { src: a, .. }
             | Op::Reduce { src: a, .. }
             | Op::Hint { src: a, .. } => vec![*a],
+            Op::Scan { srcs, .. } | Op::ReduceWith { srcs, .. } => srcs.clone(),
             Op::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
             Op::PtrAdd { ptr, offset } => vec![*ptr, *offset],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
@@ -235,8 +266,16 @@ impl Op {
                 [*ptr].into_iter().chain(*mask).chain(*other).collect()
             }
             Op::Atomic {
-                ptr, value, mask, ..
-            } => [*ptr, *value].into_iter().chain(*mask).collect(),
+                ptr,
+                value,
+                mask,
+                cmp,
+                ..
+            } => [*ptr, *value]
+                .into_iter()
+                .chain(*mask)
+                .chain(*cmp)
+                .collect(),
         }
     }
 }
@@ -259,6 +298,19 @@ impl StmtKind {
             StmtKind::Barrier | StmtKind::Return => Vec::new(),
         }
     }
+}
+
+/// A combine function (`combine_fn` of `tl.associative_scan`/`tl.reduce`, the `+` of
+/// `tl.cumsum`), inlined on scalars: with `lhs` set to the earlier (accumulated) tuple and
+/// `rhs` to the later one, `body` computes `results`, each one scalar per scanned tile of its
+/// dtype. `body` assigns scalars only, with pure ops (a scalar `if` at most), never `lhs` or
+/// `rhs`; nothing outside reads its variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combine {
+    pub lhs: Vec<VarId>,
+    pub rhs: Vec<VarId>,
+    pub body: Vec<Stmt>,
+    pub results: Vec<VarId>,
 }
 
 /// A statement, with the tile-source position it came from.
