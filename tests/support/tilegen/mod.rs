@@ -431,7 +431,7 @@ impl Gen<'_> {
                     "tl.maximum" | "tl.minimum" => max(b(0), b(1)),
                     "tl.fma" => max(b(0).saturating_add(b(1)), b(2)).saturating_add(1),
                     "tl.where" => max(b(1), b(2)),
-                    "tl.sum" => b(0).saturating_add(7).min(INEXACT),
+                    "tl.sum" | "tl.cumsum" => b(0).saturating_add(7).min(INEXACT),
                     "tl.max" | "tl.min" => b(0),
                     "tl.dot" => b(0).saturating_add(b(1)).saturating_add(4).min(INEXACT),
                     "tl.load" => {
@@ -603,6 +603,18 @@ impl Gen<'_> {
                         vec![S::AugAdd(v.clone(), step), S::AugAdd(j.clone(), a("1"))],
                     ));
                     self.vars.push((v, D::I32, INT));
+                }
+                4 if !self.two_d && self.r.below(3) == 0 => {
+                    // A prefix sum along the tile, in fp32 or int32 (which wraps as Triton's).
+                    self.feature("scan");
+                    let d = if self.r.below(2) == 0 { D::F32 } else { D::I32 };
+                    let v = self.name("c");
+                    let x = self.expr(d, 2);
+                    let x = self.tile(x, d);
+                    let e = E::Call("tl.cumsum".into(), vec![x], vec![("axis".into(), a("0"))]);
+                    let bits = self.note(&e, d);
+                    body.push(S::Assign(v.clone(), e));
+                    self.vars.push((v, d, bits));
                 }
                 4 if !self.vars.iter().any(|(n, _, _)| n == "red") && !self.two_d => {
                     // A reduction to a scalar, then used by later expressions (broadcast).
@@ -884,25 +896,32 @@ pub fn generate(seed: u64) -> Program {
         zeros(&mut body, "[R, C]");
         g.vars.push(("x".into(), D::F32, 6));
         g.vars.push(("w".into(), D::F32, 6));
-        // A row reduction broadcast back along the columns.
-        let f = g.r.pick(&["tl.sum", "tl.max", "tl.min"]);
+        // A row reduction broadcast back along the columns, or a prefix sum along either axis.
+        let f = g.r.pick(&["tl.sum", "tl.max", "tl.min", "tl.cumsum"]);
         let axis = g.r.below(2);
         let xe = g.expr(D::F32, 2);
         let xe = g.tile(xe, D::F32);
         let idx = if axis == 1 { "[:, None]" } else { "[None, :]" };
-        g.feature(if axis == 1 {
-            "reduce-axis1"
-        } else {
-            "reduce-axis0"
-        });
-        let rr = E::Index(
-            Box::new(E::Call(
-                f.into(),
-                vec![xe],
-                vec![("axis".into(), a(axis.to_string()))],
-            )),
-            idx,
+        let along = E::Call(
+            f.into(),
+            vec![xe],
+            vec![("axis".into(), a(axis.to_string()))],
         );
+        let rr = if f == "tl.cumsum" {
+            g.feature(if axis == 1 {
+                "scan-axis1"
+            } else {
+                "scan-axis0"
+            });
+            along
+        } else {
+            g.feature(if axis == 1 {
+                "reduce-axis1"
+            } else {
+                "reduce-axis0"
+            });
+            E::Index(Box::new(along), idx)
+        };
         let bits = g.note(&rr, D::F32);
         body.push(S::Assign("rr".into(), rr));
         g.vars.push(("rr".into(), D::F32, bits));
