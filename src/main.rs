@@ -34,6 +34,8 @@ enum Command {
     Batch(BatchArgs),
     /// The live workbench: recompile, re-check and re-benchmark on every save.
     Watch(WatchArgs),
+    /// Joins the JSON reports of `kwb batch --shard K/N` into the report of the whole run.
+    Merge(MergeArgs),
     /// The isolated GPU worker (speaks docs/worker-protocol.md on stdin/stdout).
     #[command(hide = true)]
     Worker,
@@ -189,6 +191,28 @@ struct BatchArgs {
     /// With --cpu: the arch to compile for (default: the workspace's, else sm_90).
     #[arg(long, requires = "cpu")]
     arch: Option<String>,
+    /// Run shard K of N (0 <= K < N) of the jobs, for a cluster; `kwb merge` joins the
+    /// shards' JSON reports (docs/cluster.md). Give every shard the same --seed.
+    #[arg(long, value_parser = |s: &str| kwb::batch::Shard::parse(s))]
+    shard: Option<kwb::batch::Shard>,
+}
+
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// The shard reports (`kwb batch --shard K/N --format json`), every shard once.
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
+    format: ReportFormat,
+    /// Write the merged report here instead of stdout.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Compare with this earlier JSON report, as `kwb batch --baseline` does.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// A slowdown must exceed this percentage (and the measured noise) to count.
+    #[arg(long, default_value_t = 5.0)]
+    max_regression: f64,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -308,6 +332,7 @@ fn main() -> ExitCode {
         Command::BenchUi(args) => run_bench_ui(args),
         Command::Inspect(args) => run_inspect(args),
         Command::Batch(args) => run_batch(args),
+        Command::Merge(args) => run_merge(args),
         Command::Worker => kwb::run::worker::serve(std::io::stdin(), Box::new(std::io::stdout())),
     };
     ExitCode::from(code as u8)
@@ -513,7 +538,6 @@ fn run_inspect(args: InspectArgs) -> i32 {
 
 fn run_batch(a: BatchArgs) -> i32 {
     use kwb::batch::{self, BatchError, BatchOptions};
-    use kwb::report::{self, Format};
     use kwb::run::protocol::BenchMode;
     let mut ws = match workspace::load(&a.workspace) {
         Ok(ws) => ws,
@@ -545,19 +569,11 @@ fn run_batch(a: BatchArgs) -> i32 {
         cache: !a.no_cache,
         guard_bytes: Some(a.guard_bytes),
         cpu: a.cpu,
+        shard: a.shard,
     };
-    let baseline = match &a.baseline {
-        None => None,
-        Some(p) => match std::fs::read_to_string(p)
-            .map_err(|e| e.to_string())
-            .and_then(|t| report::json::from_json(&t).map_err(|e| e.to_string()))
-        {
-            Ok(b) => Some(b),
-            Err(e) => {
-                eprintln!("error: --baseline {}: {e}", p.display());
-                return exit::USAGE;
-            }
-        },
+    let baseline = match read_baseline(a.baseline.as_deref()) {
+        Ok(b) => b,
+        Err(code) => return code,
     };
     if let Err(e) = batch::select(&mut ws, &opts) {
         eprintln!("error: {e}");
@@ -600,35 +616,119 @@ fn run_batch(a: BatchArgs) -> i32 {
     // The report says each failed version's first error; stderr gets them all, with their
     // source lines, where a CI log shows them even when the report goes to a file.
     eprint_with_snippets(outcome.compile_diagnostics.iter());
-    let regressions = match &baseline {
+    let regressions = match emit(
+        &outcome.report,
+        baseline.as_ref(),
+        a.max_regression,
+        a.format,
+        a.output.as_deref(),
+    ) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    batch::exit_code(&outcome, regressions.len())
+}
+
+/// The `--baseline` report, read; an unreadable one is bad usage.
+fn read_baseline(path: Option<&Path>) -> Result<Option<kwb::report::BatchReport>, i32> {
+    let Some(p) = path else { return Ok(None) };
+    std::fs::read_to_string(p)
+        .map_err(|e| e.to_string())
+        .and_then(|t| kwb::report::json::from_json(&t).map_err(|e| e.to_string()))
+        .map(Some)
+        .map_err(|e| {
+            eprintln!("error: --baseline {}: {e}", p.display());
+            exit::USAGE
+        })
+}
+
+/// Compares `report` with the baseline, writes it in `format` (to `output` or stdout) and says
+/// each regression on stderr; the regressions, or the exit code of a failed write.
+fn emit(
+    report: &kwb::report::BatchReport,
+    baseline: Option<&kwb::report::BatchReport>,
+    max_regression: f64,
+    format: ReportFormat,
+    output: Option<&Path>,
+) -> Result<Vec<kwb::report::baseline::Regression>, i32> {
+    let regressions = match baseline {
         Some(b) => {
-            for w in report::baseline::incompatibilities(&outcome.report, b) {
+            for w in kwb::report::baseline::incompatibilities(report, b) {
                 eprintln!("warning: {w}");
             }
-            report::baseline::compare(&outcome.report, b, a.max_regression)
+            kwb::report::baseline::compare(report, b, max_regression)
         }
         None => Vec::new(),
     };
-    let format = match a.format {
-        ReportFormat::Table => Format::Table,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Junit => Format::Junit,
-        ReportFormat::Markdown => Format::Markdown,
+    let format = match format {
+        ReportFormat::Table => kwb::report::Format::Table,
+        ReportFormat::Json => kwb::report::Format::Json,
+        ReportFormat::Junit => kwb::report::Format::Junit,
+        ReportFormat::Markdown => kwb::report::Format::Markdown,
     };
-    let text = report::render(&outcome.report, format, &regressions);
-    match &a.output {
+    let text = kwb::report::render(report, format, &regressions);
+    match output {
         Some(p) => {
             if let Err(e) = std::fs::write(p, &text) {
                 eprintln!("error: cannot write {}: {e}", p.display());
-                return exit::USAGE;
+                return Err(exit::USAGE);
             }
         }
         None => print!("{text}"),
     }
     for r in &regressions {
-        eprintln!("regression: {}", report::baseline::render_regression(r));
+        eprintln!(
+            "regression: {}",
+            kwb::report::baseline::render_regression(r)
+        );
     }
-    batch::exit_code(&outcome, regressions.len())
+    Ok(regressions)
+}
+
+fn run_merge(a: MergeArgs) -> i32 {
+    let mut reports = Vec::new();
+    for p in &a.reports {
+        match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| kwb::report::json::from_json(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => reports.push((p.display().to_string(), r)),
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.display());
+                return exit::USAGE;
+            }
+        }
+    }
+    let merged = match kwb::batch::merge::merge(reports) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let baseline = match read_baseline(a.baseline.as_deref()) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let regressions = match emit(
+        &merged,
+        baseline.as_ref(),
+        a.max_regression,
+        a.format,
+        a.output.as_deref(),
+    ) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let outcome = kwb::batch::BatchOutcome {
+        compile_errors: merged
+            .results
+            .iter()
+            .any(|r| r.status == kwb::report::Status::CompileError),
+        report: merged,
+        compile_diagnostics: Vec::new(),
+    };
+    kwb::batch::exit_code(&outcome, regressions.len())
 }
 
 fn run_watch(a: WatchArgs) -> i32 {

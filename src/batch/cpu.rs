@@ -46,7 +46,7 @@ pub fn run_cpu(
         vec![Box::new(backend)],
     )?;
     Ok(BatchOutcome {
-        report: new_report(ws, None, Mode::Cold, results, Some(Backend::Emulator)),
+        report: new_report(ws, opts, None, Mode::Cold, results, Some(Backend::Emulator)),
         compile_errors: compiled.compile_errors,
         compile_diagnostics: compiled.diagnostics,
     })

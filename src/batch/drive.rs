@@ -64,8 +64,10 @@ pub(super) fn drive(
     for b in backends {
         pool.add(b);
     }
+    let versions = ws.versions.len();
+    let owned = |v: usize, size: usize| opts.shard.is_none_or(|s| s.owns(size * versions + v));
     for (v, c) in compiled.iter().enumerate() {
-        let runs = plan_runs(
+        let mut runs = plan_runs(
             &planning,
             v,
             c,
@@ -73,6 +75,7 @@ pub(super) fn drive(
             &sizes,
             config_failures[v],
         );
+        runs.retain(|r| owned(r.version, r.size));
         pool.submit(Request {
             version: v,
             generation: 1,
@@ -81,7 +84,10 @@ pub(super) fn drive(
             saved: false,
         });
     }
-    let total = sizes.len() * ws.versions.len();
+    let total = (0..sizes.len())
+        .flat_map(|s| (0..versions).map(move |v| (v, s)))
+        .filter(|&(v, s)| owned(v, s))
+        .count();
     let mut progress = ProgressLine::new(total);
     let mut results: HashMap<(usize, usize), RunResult> = HashMap::new();
     let mut started: HashSet<(usize, usize)> = HashSet::new();
@@ -123,6 +129,9 @@ pub(super) fn drive(
     let mut out = Vec::with_capacity(total);
     for size in sizes {
         for (v, version) in ws.versions.iter().enumerate() {
+            if !owned(v, size) {
+                continue;
+            }
             out.push(results.remove(&(v, size)).unwrap_or_else(|| {
                 let mut r = RunResult::new(&version.name, &ws.sizes[size].name, Status::Error);
                 r.message = Some("the engine stopped before this run".into());

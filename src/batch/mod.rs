@@ -13,9 +13,12 @@ use std::io::{IsTerminal, Write};
 
 mod cpu;
 mod drive;
+pub mod merge;
+mod shard;
 mod sweep;
 pub use crate::engine::CpuEngine;
 pub use cpu::run_cpu;
+pub use shard::Shard;
 pub use sweep::split_names;
 
 /// Everything `kwb batch` can be told besides the workspace.
@@ -37,6 +40,8 @@ pub struct BatchOptions {
     pub guard_bytes: Option<u64>,
     /// Run on the CPU (`--cpu`): the emulator and the tile interpreter, no timing.
     pub cpu: bool,
+    /// Run only this shard of the jobs (`--shard K/N`).
+    pub shard: Option<Shard>,
 }
 
 /// Why a batch could not run at all (as opposed to a version failing).
@@ -160,6 +165,7 @@ pub fn run(
     Ok(BatchOutcome {
         report: new_report(
             ws,
+            opts,
             Some(device),
             match opts.mode {
                 BenchMode::Cold => Mode::Cold,
@@ -174,9 +180,10 @@ pub fn run(
     })
 }
 
-/// A report of `results` for workspace `ws`, stamped now.
+/// A report of `results` for workspace `ws`, stamped now; a shard's carries its mark.
 pub(crate) fn new_report(
     ws: &Workspace,
+    opts: &BatchOptions,
     device: Option<report::DeviceInfo>,
     mode: Mode,
     mut results: Vec<RunResult>,
@@ -200,6 +207,12 @@ pub(crate) fn new_report(
         results,
         backend,
         sweeps,
+        shard: opts.shard.map(|s| {
+            s.mark(
+                ws.sizes.iter().map(|x| x.name.clone()).collect(),
+                ws.versions.iter().map(|x| x.name.clone()).collect(),
+            )
+        }),
     }
 }
 
@@ -294,6 +307,7 @@ mod tests {
                 mode: Mode::Cold,
                 backend: None,
                 sweeps: Vec::new(),
+                shard: None,
                 results: statuses
                     .iter()
                     .map(|s| RunResult::new("v", "n", *s))

@@ -47,6 +47,21 @@ pub struct BatchReport {
     /// Per swept version and size: best, worst and spread (absent when nothing is swept).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<SweepSummary>,
+    /// The part of the jobs this report holds (`kwb batch --shard`); absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardMark>,
+}
+
+/// Which shard a report is, and the whole run's plan, so that `kwb merge` can check that the
+/// shards cover it exactly once and put the results back in plan order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardMark {
+    /// 0-based, below `count`.
+    pub index: u32,
+    pub count: u32,
+    /// The whole run's sizes and versions, in plan order (sizes outer).
+    pub sizes: Vec<String>,
+    pub versions: Vec<String>,
 }
 
 /// The GPU the report was measured on.

@@ -309,6 +309,7 @@ pub(crate) mod tests {
             mode: Mode::Hot,
             backend: None,
             sweeps: Vec::new(),
+            shard: None,
             results: vec![
                 ok("v0-naive", "1M", 8.0),
                 bad,
