@@ -146,6 +146,10 @@ struct BatchArgs {
     /// The GPU to use.
     #[arg(long, default_value_t = 0)]
     device: u32,
+    /// Several GPUs, one worker each: `all`, or ordinals like 0,1,3. Jobs go to the first idle
+    /// GPU, the largest first; each result names its GPU.
+    #[arg(long, conflicts_with = "device", value_parser = |s: &str| kwb::batch::Devices::parse(s))]
+    devices: Option<kwb::batch::Devices>,
     /// Skip the correctness check (benchmark only).
     #[arg(long)]
     no_check: bool,
@@ -570,6 +574,7 @@ fn run_batch(a: BatchArgs) -> i32 {
         guard_bytes: Some(a.guard_bytes),
         cpu: a.cpu,
         shard: a.shard,
+        devices: a.devices,
     };
     let baseline = match read_baseline(a.baseline.as_deref()) {
         Ok(b) => b,

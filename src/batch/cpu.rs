@@ -42,7 +42,7 @@ pub fn run_cpu(
         opts,
         arch,
         bench,
-        crate::engine::Target::Cpu,
+        (crate::engine::Target::Cpu, crate::engine::Order::Plan),
         vec![Box::new(backend)],
     )?;
     Ok(BatchOutcome {

@@ -28,7 +28,7 @@ pub(super) fn drive(
     opts: &BatchOptions,
     arch: Arch,
     bench: BenchSpec,
-    target: Target,
+    (target, order): (Target, Order),
     backends: Vec<Box<dyn Backend>>,
 ) -> Result<(Vec<RunResult>, Compiled), BatchError> {
     let cache = if opts.cache {
@@ -60,12 +60,14 @@ pub(super) fn drive(
     let reference = reference_index(ws).map(|i| compiled[i].clone());
     let sizes: Vec<usize> = (0..ws.sizes.len()).collect();
     let (tx, rx) = channel();
-    let pool = Pool::new(Order::Plan, Arc::new(move |e| tx.send(e).is_ok()));
+    let pool = Pool::new(order, Arc::new(move |e| tx.send(e).is_ok()));
     for b in backends {
         pool.add(b);
     }
     let versions = ws.versions.len();
     let owned = |v: usize, size: usize| opts.shard.is_none_or(|s| s.owns(size * versions + v));
+    // Every planned run, by its place in the plan (sizes outer, versions inner).
+    let mut planned: Vec<(usize, usize, RunResult)> = Vec::new();
     for (v, c) in compiled.iter().enumerate() {
         let mut runs = plan_runs(
             &planning,
@@ -76,6 +78,7 @@ pub(super) fn drive(
             config_failures[v],
         );
         runs.retain(|r| owned(r.version, r.size));
+        planned.extend(runs.iter().map(|r| (r.size, r.version, r.result.clone())));
         pool.submit(Request {
             version: v,
             generation: 1,
@@ -84,10 +87,8 @@ pub(super) fn drive(
             saved: false,
         });
     }
-    let total = (0..sizes.len())
-        .flat_map(|s| (0..versions).map(move |v| (v, s)))
-        .filter(|&(v, s)| owned(v, s))
-        .count();
+    planned.sort_by_key(|(size, v, _)| (*size, *v));
+    let total = planned.len();
     let mut progress = ProgressLine::new(total);
     let mut results: HashMap<(usize, usize), RunResult> = HashMap::new();
     let mut started: HashSet<(usize, usize)> = HashSet::new();
@@ -126,18 +127,15 @@ pub(super) fn drive(
     for b in pool.stop() {
         b.shutdown();
     }
-    let mut out = Vec::with_capacity(total);
-    for size in sizes {
-        for (v, version) in ws.versions.iter().enumerate() {
-            if !owned(v, size) {
-                continue;
-            }
-            out.push(results.remove(&(v, size)).unwrap_or_else(|| {
-                let mut r = RunResult::new(&version.name, &ws.sizes[size].name, Status::Error);
+    let out = planned
+        .into_iter()
+        .map(|(size, v, mut r)| {
+            results.remove(&(v, size)).unwrap_or_else(|| {
+                r.status = Status::Error;
                 r.message = Some("the engine stopped before this run".into());
                 r
-            }));
-        }
-    }
+            })
+        })
+        .collect();
     Ok((out, compiled_info))
 }

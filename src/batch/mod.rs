@@ -42,6 +42,36 @@ pub struct BatchOptions {
     pub cpu: bool,
     /// Run only this shard of the jobs (`--shard K/N`).
     pub shard: Option<Shard>,
+    /// Several GPUs (`--devices`), one worker each; `None`: `device` alone.
+    pub devices: Option<Devices>,
+}
+
+/// The GPUs `--devices` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Devices {
+    /// Every GPU the worker's machine has.
+    All,
+    These(Vec<u32>),
+}
+
+impl Devices {
+    /// `all`, or ordinals separated by commas.
+    pub fn parse(text: &str) -> Result<Devices, String> {
+        if text.trim() == "all" {
+            return Ok(Devices::All);
+        }
+        let mut these = Vec::new();
+        for part in text.split(',') {
+            let k: u32 = part.trim().parse().map_err(|_| {
+                format!("--devices `{text}`: expected `all` or GPU ordinals like 0,1,3")
+            })?;
+            if these.contains(&k) {
+                return Err(format!("--devices `{text}`: GPU {k} is named twice"));
+            }
+            these.push(k);
+        }
+        Ok(Devices::These(these))
+    }
 }
 
 /// Why a batch could not run at all (as opposed to a version failing).
@@ -133,12 +163,20 @@ pub fn run(
     opts: &BatchOptions,
     worker: WorkerCommand,
 ) -> Result<BatchOutcome, BatchError> {
-    let mut sup = Supervisor::start(worker).map_err(|e| BatchError::NoGpu(e.to_string()))?;
-    let device = sup
-        .device(opts.device)
-        .map_err(|e| BatchError::NoGpu(e.to_string()))?;
+    let gpus = start_gpus(&worker, opts)?;
+    let device = gpus[0].device().clone();
     let arch = Arch::parse(&device.arch)
         .map_err(|e| BatchError::NoGpu(format!("{}: {e}", device.name)))?;
+    if let Some(other) = gpus.iter().find(|g| g.device().arch != device.arch) {
+        return Err(BatchError::Usage(format!(
+            "--devices: {} is {} and {} is {}; one run compiles for one arch (run each kind \
+             with its own --devices)",
+            device.name,
+            device.arch,
+            other.device().name,
+            other.device().arch
+        )));
+    }
     let arch = Arch::for_gpu(arch, ws.arch);
     let bench = BenchSpec {
         check: opts.check,
@@ -153,14 +191,22 @@ pub fn run(
         atol: None,
         guard_bytes: opts.guard_bytes,
     };
-    let backend = GpuBackend::new(sup, opts.device, device.clone());
+    let order = if gpus.len() > 1 {
+        crate::engine::Order::Largest
+    } else {
+        crate::engine::Order::Plan
+    };
+    let backends = gpus
+        .into_iter()
+        .map(|g| Box::new(g) as Box<dyn crate::engine::Backend>)
+        .collect();
     let (results, compiled) = drive::drive(
         ws,
         opts,
         arch,
         bench,
-        crate::engine::Target::Gpu,
-        vec![Box::new(backend)],
+        (crate::engine::Target::Gpu, order),
+        backends,
     )?;
     Ok(BatchOutcome {
         report: new_report(
@@ -178,6 +224,30 @@ pub fn run(
         compile_errors: compiled.compile_errors,
         compile_diagnostics: compiled.diagnostics,
     })
+}
+
+/// One worker per GPU asked for, each with its GPU open. `--devices all` opens ordinals 0, 1,
+/// ... until the worker's machine has no more.
+fn start_gpus(worker: &WorkerCommand, opts: &BatchOptions) -> Result<Vec<GpuBackend>, BatchError> {
+    let open = |k: u32| -> Result<GpuBackend, BatchError> {
+        let mut sup =
+            Supervisor::start(worker.clone()).map_err(|e| BatchError::NoGpu(e.to_string()))?;
+        let device = sup
+            .device(k)
+            .map_err(|e| BatchError::NoGpu(format!("GPU {k}: {e}")))?;
+        Ok(GpuBackend::new(sup, k, device))
+    };
+    match &opts.devices {
+        None => Ok(vec![open(opts.device)?]),
+        Some(Devices::These(these)) => these.iter().map(|&k| open(k)).collect(),
+        Some(Devices::All) => {
+            let mut gpus = vec![open(0)?];
+            while let Ok(g) = open(gpus.len() as u32) {
+                gpus.push(g);
+            }
+            Ok(gpus)
+        }
+    }
 }
 
 /// A report of `results` for workspace `ws`, stamped now; a shard's carries its mark.
@@ -316,6 +386,14 @@ mod tests {
             compile_errors,
             compile_diagnostics: Vec::new(),
         }
+    }
+
+    #[test]
+    fn devices_are_all_or_distinct_ordinals() {
+        assert_eq!(Devices::parse("all"), Ok(Devices::All));
+        assert_eq!(Devices::parse("0, 1,3"), Ok(Devices::These(vec![0, 1, 3])));
+        assert!(Devices::parse("0,0").unwrap_err().contains("named twice"));
+        assert!(Devices::parse("gpu1").is_err());
     }
 
     #[test]

@@ -117,6 +117,7 @@ impl Backend for GpuBackend {
         cancel: &CancelFlag,
     ) -> Ran {
         let cancelled = || cancel.load(Ordering::Relaxed);
+        result.gpu = Some(self.ordinal);
         let outcome = self.sup.run_cancellable(job, phase, &cancelled);
         if outcome == JobResult::Cancelled {
             return Ran::Cancelled;

@@ -71,8 +71,11 @@ pub struct Completion {
 /// The order runs go in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
-    /// As planned: sizes in order, each size's versions in order (a batch).
+    /// As planned: sizes in order, each size's versions in order (a batch on one backend).
     Plan,
+    /// The most work first (FLOPs, else bytes), so that on several GPUs the slowest job does
+    /// not start last and hold up the end.
+    Largest,
     /// The user first (watch), by [`Focus`].
     Watch,
 }
@@ -217,6 +220,10 @@ impl Scheduler {
         let (v, size) = (t.run.version, t.run.size);
         match self.order {
             Order::Plan => (0, ((size as u64) << 32) | v as u64, t.seq),
+            Order::Largest => {
+                let work = t.run.result.flops.or(t.run.result.bytes).unwrap_or(0);
+                (0, u64::MAX - work, t.seq)
+            }
             Order::Watch => {
                 let (selected, viewed) = (v == self.focus.selected, size == self.focus.size);
                 let tier = match (t.run.provisional, self.saved == Some(v), selected, viewed) {

@@ -284,3 +284,21 @@ fn a_save_leaves_quick_looks_in_flight_alone() {
     s.submit(watch_request(1, 2, 1, 0, true));
     assert!(!quick.cancel.load(Ordering::Relaxed));
 }
+
+#[test]
+fn on_several_gpus_the_largest_jobs_go_first() {
+    let mut s = Scheduler::new(Order::Largest);
+    let mut runs: Vec<PlannedRun> = (0..3).map(|z| run(0, z, false)).collect();
+    for (r, flops) in runs.iter_mut().zip([10, 1000, 100]) {
+        r.result.flops = Some(flops);
+    }
+    s.submit(Request {
+        version: 0,
+        generation: 1,
+        target: Target::Gpu,
+        runs,
+        saved: false,
+    });
+    let order: Vec<usize> = drain(&mut s).into_iter().map(|(_, z, _)| z).collect();
+    assert_eq!(order, [1, 2, 0]);
+}

@@ -202,6 +202,9 @@ pub struct RunResult {
     /// ([`DeviceInfo::tensor_peak_tflops`]), where the workspace counts flops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pct_of_tensor_peak: Option<f64>,
+    /// The GPU (its ordinal on the worker's machine) that ran this result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
 }
 
 impl RunResult {
@@ -226,6 +229,7 @@ impl RunResult {
             notes: Vec::new(),
             sweep: None,
             pct_of_tensor_peak: None,
+            gpu: None,
         }
     }
 
