@@ -130,17 +130,8 @@ struct BatchArgs {
     /// configurations, and one configuration is named like `v8[num_warps=4,BLOCK=1024]`).
     #[arg(long)]
     versions: Vec<String>,
-    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-    format: ReportFormat,
-    /// Write the report here instead of stdout.
-    #[arg(long)]
-    output: Option<PathBuf>,
-    /// An earlier `--format json` report to compare timings with.
-    #[arg(long)]
-    baseline: Option<PathBuf>,
-    /// A slowdown must exceed this percentage (and the measured noise) to count.
-    #[arg(long, default_value_t = 5.0)]
-    max_regression: f64,
+    #[command(flatten)]
+    report: ReportArgs,
     #[arg(long, value_enum, default_value_t = ModeArg::Cold)]
     mode: ModeArg,
     /// The GPU to use.
@@ -206,12 +197,19 @@ struct MergeArgs {
     /// The shard reports (`kwb batch --shard K/N --format json`), every shard once.
     #[arg(required = true)]
     reports: Vec<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
+}
+
+/// How `kwb batch` and `kwb merge` write their report.
+#[derive(clap::Args)]
+struct ReportArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
     format: ReportFormat,
-    /// Write the merged report here instead of stdout.
+    /// Write the report here instead of stdout.
     #[arg(long)]
     output: Option<PathBuf>,
-    /// Compare with this earlier JSON report, as `kwb batch --baseline` does.
+    /// An earlier `--format json` report to compare timings with.
     #[arg(long)]
     baseline: Option<PathBuf>,
     /// A slowdown must exceed this percentage (and the measured noise) to count.
@@ -576,7 +574,7 @@ fn run_batch(a: BatchArgs) -> i32 {
         shard: a.shard,
         devices: a.devices,
     };
-    let baseline = match read_baseline(a.baseline.as_deref()) {
+    let baseline = match read_baseline(a.report.baseline.as_deref()) {
         Ok(b) => b,
         Err(code) => return code,
     };
@@ -621,13 +619,7 @@ fn run_batch(a: BatchArgs) -> i32 {
     // The report says each failed version's first error; stderr gets them all, with their
     // source lines, where a CI log shows them even when the report goes to a file.
     eprint_with_snippets(outcome.compile_diagnostics.iter());
-    let regressions = match emit(
-        &outcome.report,
-        baseline.as_ref(),
-        a.max_regression,
-        a.format,
-        a.output.as_deref(),
-    ) {
+    let regressions = match emit(&outcome.report, baseline.as_ref(), &a.report) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -652,10 +644,9 @@ fn read_baseline(path: Option<&Path>) -> Result<Option<kwb::report::BatchReport>
 fn emit(
     report: &kwb::report::BatchReport,
     baseline: Option<&kwb::report::BatchReport>,
-    max_regression: f64,
-    format: ReportFormat,
-    output: Option<&Path>,
+    how: &ReportArgs,
 ) -> Result<Vec<kwb::report::baseline::Regression>, i32> {
+    let (max_regression, format, output) = (how.max_regression, how.format, how.output.as_deref());
     let regressions = match baseline {
         Some(b) => {
             for w in kwb::report::baseline::incompatibilities(report, b) {
@@ -711,17 +702,11 @@ fn run_merge(a: MergeArgs) -> i32 {
             return exit::USAGE;
         }
     };
-    let baseline = match read_baseline(a.baseline.as_deref()) {
+    let baseline = match read_baseline(a.report.baseline.as_deref()) {
         Ok(b) => b,
         Err(code) => return code,
     };
-    let regressions = match emit(
-        &merged,
-        baseline.as_ref(),
-        a.max_regression,
-        a.format,
-        a.output.as_deref(),
-    ) {
+    let regressions = match emit(&merged, baseline.as_ref(), &a.report) {
         Ok(r) => r,
         Err(code) => return code,
     };
