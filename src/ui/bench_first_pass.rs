@@ -3,7 +3,7 @@
 //! pass is still going. Measured: the save to that version's first result at the viewed size
 //! (its quick look), and the start to the moment every version has a figure at the viewed size.
 
-use super::super::action::{Action, Effect, RunEvent};
+use super::super::action::{Action, RunEvent};
 use super::super::app::{GpuState, VersionStatus};
 use super::super::runtime::Msg;
 use super::{edited, Bench};
@@ -52,17 +52,7 @@ pub fn first_pass(
     let viewed = app.size;
     let start = Instant::now();
     engine.start_gpu(worker);
-    for i in 0..app.versions.len() {
-        app.versions[i].generation = 1;
-        app.versions[i].status = VersionStatus::Compiling;
-        engine.effect(
-            &mut app,
-            Effect::Compile {
-                index: i,
-                generation: 1,
-            },
-        );
-    }
+    engine.first_pass(&mut app);
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let (mut gpu_ready, mut saved_at, mut save_result) = (None, None, None);
     let mut every = None;

@@ -149,6 +149,21 @@ impl Engine {
         }
     }
 
+    /// Start-up: every version compiles as generation 1 (its runs follow each compile).
+    pub(super) fn first_pass(&mut self, app: &mut App) {
+        for index in 0..app.versions.len() {
+            app.versions[index].generation = 1;
+            app.versions[index].status = super::app::VersionStatus::Compiling;
+            self.effect(
+                app,
+                Effect::Compile {
+                    index,
+                    generation: 1,
+                },
+            );
+        }
+    }
+
     fn spawn_compile(&mut self, app: &App, index: usize, generation: u64) {
         let Some(version) = app.workspace.versions.get(index).cloned() else {
             self.compiles.finished(&index);
@@ -458,17 +473,7 @@ pub fn run(opts: WatchOptions) -> Result<(), StartError> {
             }
         });
     }
-    for index in 0..app.versions.len() {
-        app.versions[index].generation = 1;
-        app.versions[index].status = super::app::VersionStatus::Compiling;
-        engine.effect(
-            &mut app,
-            Effect::Compile {
-                index,
-                generation: 1,
-            },
-        );
-    }
+    engine.first_pass(&mut app);
     let frame_gap = Duration::from_millis(16);
     let mut last_draw = Instant::now() - frame_gap;
     let mut watched = watched_files(&app);
