@@ -84,6 +84,7 @@ fn next_result(rx: &Receiver<Event>) -> (usize, u64, Status) {
                 ..
             }) => return (version, generation, result.status),
             Ok(Event::Phase { .. }) => continue,
+            Ok(Event::Dropped { backend, why }) => panic!("{backend} dropped: {why}"),
             Err(e) => panic!("no result: {e}"),
         }
     }

@@ -145,6 +145,7 @@ fn device() -> DeviceInfo {
         measured_copy_gbps: Some(2962.5),
         stream_kernel_gbps: None,
         driver_version: 13000,
+        visible_gpus: None,
     }
 }
 

@@ -119,6 +119,10 @@ pub(super) fn drive(
                 results.insert((version, size), *result);
             }
             Ok(Event::Finished { .. }) => {}
+            Ok(Event::Dropped { backend, why }) => {
+                progress.finish();
+                eprintln!("kwb: {backend} left the run ({why}); the other GPUs finish it");
+            }
             Err(RecvTimeoutError::Timeout) if pool.alive() => {}
             Err(_) => break,
         }

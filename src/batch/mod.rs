@@ -226,8 +226,8 @@ pub fn run(
     })
 }
 
-/// One worker per GPU asked for, each with its GPU open. `--devices all` opens ordinals 0, 1,
-/// ... until the worker's machine has no more.
+/// One worker per GPU asked for, each with its GPU open, started side by side (each measures
+/// its GPU's peaks). `--devices all` opens GPU 0, then every other GPU its machine shows.
 fn start_gpus(worker: &WorkerCommand, opts: &BatchOptions) -> Result<Vec<GpuBackend>, BatchError> {
     let open = |k: u32| -> Result<GpuBackend, BatchError> {
         let mut sup =
@@ -237,14 +237,28 @@ fn start_gpus(worker: &WorkerCommand, opts: &BatchOptions) -> Result<Vec<GpuBack
             .map_err(|e| BatchError::NoGpu(format!("GPU {k}: {e}")))?;
         Ok(GpuBackend::new(sup, k, device))
     };
+    let open_all = |these: &[u32]| -> Result<Vec<GpuBackend>, BatchError> {
+        std::thread::scope(|s| {
+            let started: Vec<_> = these.iter().map(|&k| s.spawn(move || open(k))).collect();
+            started
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| {
+                        Err(BatchError::NoGpu("a worker start panicked".into()))
+                    })
+                })
+                .collect()
+        })
+    };
     match &opts.devices {
         None => Ok(vec![open(opts.device)?]),
-        Some(Devices::These(these)) => these.iter().map(|&k| open(k)).collect(),
+        Some(Devices::These(these)) => open_all(these),
         Some(Devices::All) => {
-            let mut gpus = vec![open(0)?];
-            while let Ok(g) = open(gpus.len() as u32) {
-                gpus.push(g);
-            }
+            let first = open(0)?;
+            let count = first.device().visible_gpus.unwrap_or(1).max(1);
+            let rest: Vec<u32> = (1..count).collect();
+            let mut gpus = vec![first];
+            gpus.extend(open_all(&rest)?);
             Ok(gpus)
         }
     }

@@ -3,9 +3,10 @@
 //! run their jobs through it.
 
 use super::backend::{Backend, Ran};
-use super::schedule::{Ending, Focus, Order, Request, Scheduler, Task};
-use crate::report::RunResult;
+use super::schedule::{Ending, Focus, Order, Request, Scheduler, Target, Task, DROP_AFTER};
+use crate::report::{RunResult, Status};
 use crate::run::protocol::Phase;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -32,6 +33,9 @@ pub enum Event {
         /// A quick look, to be refined by a full run.
         provisional: bool,
     },
+    /// A backend left the run: its worker kept losing jobs that other backends then ran
+    /// well. The others finish the run.
+    Dropped { backend: String, why: String },
 }
 
 /// Where events go; false when nobody listens any more (the threads then stop).
@@ -41,6 +45,8 @@ struct Shared {
     sched: Mutex<Scheduler>,
     wake: Condvar,
     stop: Mutex<bool>,
+    /// Backends serving, per target (GPU, CPU).
+    live: [AtomicUsize; 2],
 }
 
 impl Shared {
@@ -53,6 +59,10 @@ impl Shared {
     fn stopping(&self) -> bool {
         *self.stop.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    fn live(&self, target: Target) -> &AtomicUsize {
+        &self.live[usize::from(target == Target::Cpu)]
+    }
 }
 
 type Thread = JoinHandle<Box<dyn Backend>>;
@@ -63,6 +73,8 @@ pub struct Pool {
     shared: Arc<Shared>,
     sink: Sink,
     threads: Mutex<Vec<Thread>>,
+    /// A job whose worker crashed or hung runs once more (a batch; watch reruns on save).
+    retries: bool,
 }
 
 impl Pool {
@@ -72,7 +84,9 @@ impl Pool {
                 sched: Mutex::new(Scheduler::new(order)),
                 wake: Condvar::new(),
                 stop: Mutex::new(false),
+                live: [AtomicUsize::new(0), AtomicUsize::new(0)],
             }),
+            retries: order != Order::Watch,
             sink,
             threads: Mutex::new(Vec::new()),
         }
@@ -85,8 +99,20 @@ impl Pool {
     /// Starts a thread that runs tasks on `backend`.
     pub fn add(&self, backend: Box<dyn Backend>) {
         let (shared, sink) = (self.shared.clone(), self.sink.clone());
-        self.threads()
-            .push(std::thread::spawn(move || serve(backend, &shared, &sink)));
+        shared.live(backend.target()).fetch_add(1, Ordering::SeqCst);
+        let mut threads = self.threads();
+        let me = Server {
+            index: threads.len(),
+            retries: self.retries,
+        };
+        threads.push(std::thread::spawn(move || {
+            let target = backend.target();
+            let backend = serve(backend, me, &shared, &sink);
+            shared.live(target).fetch_sub(1, Ordering::SeqCst);
+            // Tasks that skipped this backend for a retry may now be its peers' alone.
+            shared.wake.notify_all();
+            backend
+        }));
     }
 
     /// How many backends serve.
@@ -135,8 +161,21 @@ impl Pool {
     }
 }
 
+/// Which backend a thread serves, and how.
+#[derive(Clone, Copy)]
+struct Server {
+    /// The backend's index in the pool.
+    index: usize,
+    retries: bool,
+}
+
 /// One backend's thread: take a task, run it, report it, until stopped.
-fn serve(mut backend: Box<dyn Backend>, shared: &Shared, sink: &Sink) -> Box<dyn Backend> {
+fn serve(
+    mut backend: Box<dyn Backend>,
+    me: Server,
+    shared: &Shared,
+    sink: &Sink,
+) -> Box<dyn Backend> {
     let target = backend.target();
     loop {
         let task = {
@@ -145,13 +184,26 @@ fn serve(mut backend: Box<dyn Backend>, shared: &Shared, sink: &Sink) -> Box<dyn
                 if shared.stopping() {
                     return backend;
                 }
-                if let Some(t) = s.next(target) {
+                let peers = shared.live(target).load(Ordering::SeqCst);
+                if let Some(t) = s.next_for(target, me.index, peers) {
                     break t;
                 }
                 s = shared.wake.wait(s).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let (result, ran) = run_task(backend.as_mut(), &task, sink);
+        let (mut result, ran) = run_task(backend.as_mut(), &task, sink);
+        if let (Some(note), Ran::Done { .. }) = (&task.retry_note, &ran) {
+            let how = result.message.take();
+            result.message = Some(match how {
+                Some(m) => format!("{m}\n(second try, on {}; {note})", backend.label()),
+                None => format!("second try, on {}; {note}", backend.label()),
+            });
+        }
+        // A GPU worker that crashed or hung was replaced; the CPU's verdicts are final (the
+        // emulator is deterministic, and its watchdog already waited).
+        let lost_worker =
+            target == Target::Gpu && matches!(result.status, Status::Crashed | Status::Timeout);
+        let peers = shared.live(target).load(Ordering::SeqCst);
         // A lost backend that can come back runs the job again once it has; one that cannot
         // (a batch) reports the job as it ended and tries the next.
         let lost = !backend.connected() && backend.recovers();
@@ -164,6 +216,22 @@ fn serve(mut backend: Box<dyn Backend>, shared: &Shared, sink: &Sink) -> Box<dyn
             let ending = match (&ran, lost) {
                 (Ran::Cancelled, _) => Ending::Cancelled,
                 (_, true) => Ending::Requeue,
+                // Once more, where a worker can take it: this one restarted, or another GPU.
+                (Ran::Done { .. }, false)
+                    if me.retries
+                        && lost_worker
+                        && task.tries == 0
+                        && (backend.connected() || peers > 1) =>
+                {
+                    Ending::Retry {
+                        note: format!(
+                            "the first, on {}, ended {}: {}",
+                            backend.label(),
+                            result.status.as_str(),
+                            result.message.as_deref().unwrap_or("no message").trim()
+                        ),
+                    }
+                }
                 (Ran::Done { .. }, false) => Ending::Finished {
                     status: result.status,
                     check: result.check.as_ref(),
@@ -173,7 +241,7 @@ fn serve(mut backend: Box<dyn Backend>, shared: &Shared, sink: &Sink) -> Box<dyn
             shared.wake.notify_all();
             c
         };
-        if let Some(samples) = done {
+        if let (Some(samples), false) = (done, completion.retried) {
             let event = Event::Finished {
                 version,
                 generation,
@@ -188,6 +256,24 @@ fn serve(mut backend: Box<dyn Backend>, shared: &Shared, sink: &Sink) -> Box<dyn
             }
         }
         if lost && !backend.recover() {
+            return backend;
+        }
+        let others = shared.live(target).load(Ordering::SeqCst) > 1;
+        let why = if !backend.connected() && !backend.recovers() {
+            // Its worker could not be restarted: every job it took would fail at once.
+            Some("its worker could not be restarted".to_string())
+        } else if shared.sched().failing(me.index) {
+            Some(format!(
+                "its worker lost {DROP_AFTER} jobs in a row that another backend then ran well"
+            ))
+        } else {
+            None
+        };
+        if let (true, Some(why)) = (others, why) {
+            sink(Event::Dropped {
+                backend: backend.label(),
+                why,
+            });
             return backend;
         }
     }

@@ -15,6 +15,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Jobs lost by a backend's worker, and then run well on another, after which the backend
+/// is dropped from the run.
+pub const DROP_AFTER: u32 = 2;
+
 /// Which kind of backend a request is planned for: a GPU's runs are timed, the CPU's checked
 /// with findings, and neither takes the other's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +49,14 @@ pub struct Task {
     pub quick_check: Option<Option<CheckSummary>>,
     /// Set when the task's work is no longer wanted.
     pub cancel: CancelFlag,
+    /// Earlier tries that a lost worker ended (crashed or hung): a job runs again once.
+    pub tries: u8,
+    /// What the failed try was, to note on the result of the next.
+    pub retry_note: Option<String>,
+    /// The backend running it (its index in the pool).
+    pub ran_on: Option<usize>,
+    /// The backend whose worker the failed try lost: the retry goes elsewhere if it can.
+    failed_on: Option<usize>,
     seq: u64,
 }
 
@@ -57,6 +69,11 @@ pub enum Ending<'a> {
     Cancelled,
     /// The backend was lost before the task could count: run it again first.
     Requeue,
+    /// The worker crashed or hung on it: run it once more, on another backend if one is
+    /// there. The note says what the first try came to.
+    Retry {
+        note: String,
+    },
 }
 
 /// What the scheduler says about a finished task.
@@ -66,6 +83,8 @@ pub struct Completion {
     pub last: bool,
     /// A good quick look: a full run refines it.
     pub provisional: bool,
+    /// The task went back to the queue for another try: its result is not the last word.
+    pub retried: bool,
 }
 
 /// The order runs go in.
@@ -101,6 +120,9 @@ pub struct Scheduler {
     active: HashMap<usize, Active>,
     /// The version saved last.
     saved: Option<usize>,
+    /// Per backend: jobs its worker lost that then ran well on another, since its last good
+    /// run. A backend with [`DROP_AFTER`] of them is failing, not the jobs.
+    strikes: HashMap<usize, u32>,
     next_id: u64,
     seq: u64,
 }
@@ -113,6 +135,7 @@ impl Scheduler {
             requests: LatestWins::new(),
             active: HashMap::new(),
             saved: None,
+            strikes: HashMap::new(),
             next_id: 1,
             seq: 0,
         }
@@ -162,6 +185,10 @@ impl Scheduler {
                     run,
                     quick_check: None,
                     cancel: Arc::new(AtomicBool::new(false)),
+                    tries: 0,
+                    retry_note: None,
+                    ran_on: None,
+                    failed_on: None,
                     seq: self.seq,
                 }
             })
@@ -193,10 +220,16 @@ impl Scheduler {
 
     /// The next task for a backend of kind `target`, if one is waiting.
     pub fn next(&mut self, target: Target) -> Option<Task> {
+        self.next_for(target, usize::MAX, 1)
+    }
+
+    /// The next task for backend `backend` of kind `target`, one of `peers` such backends
+    /// alive: a retry skips the backend that failed it while another can take it.
+    pub fn next_for(&mut self, target: Target, backend: usize, peers: usize) -> Option<Task> {
         let mut best: Option<(usize, usize, (u8, u64, u64))> = None;
         for (&v, a) in &self.active {
             for (i, t) in a.queued.iter().enumerate() {
-                if t.target != target {
+                if t.target != target || (peers > 1 && t.failed_on == Some(backend)) {
                     continue;
                 }
                 let key = self.key(t);
@@ -208,6 +241,7 @@ impl Scheduler {
         let (v, i, _) = best?;
         let a = self.active.get_mut(&v)?;
         let mut task = a.queued.remove(i);
+        task.ran_on = (backend != usize::MAX).then_some(backend);
         task.id = self.next_id;
         self.next_id += 1;
         let preemptible = self.order == Order::Watch && !task.run.provisional;
@@ -246,17 +280,40 @@ impl Scheduler {
         let mut done = Completion {
             last: false,
             provisional: false,
+            retried: false,
         };
         let Some(a) = self.active.get_mut(&version) else {
             return done;
         };
         a.running.retain(|(f, _)| !Arc::ptr_eq(f, &task.cancel));
+        if let Ending::Finished {
+            status: Status::Ok, ..
+        } = ending
+        {
+            // A good run clears its backend; one that another backend's worker had lost is a
+            // strike against that one.
+            if let Some(b) = task.ran_on {
+                self.strikes.remove(&b);
+            }
+            if let Some(f) = task.failed_on.filter(|f| Some(*f) != task.ran_on) {
+                *self.strikes.entry(f).or_default() += 1;
+            }
+        }
         let current = a.generation == task.generation && !self.requests.superseded(&version);
         match ending {
             Ending::Requeue if current => {
                 task.seq = 0;
                 task.cancel = Arc::new(AtomicBool::new(false));
                 a.queued.insert(0, task);
+            }
+            Ending::Retry { note } if current => {
+                task.seq = 0;
+                task.tries += 1;
+                task.retry_note = Some(note);
+                task.failed_on = task.ran_on;
+                task.cancel = Arc::new(AtomicBool::new(false));
+                a.queued.insert(0, task);
+                done.retried = true;
             }
             // Cancelled while its request still stands: preempted by another version's save.
             // It runs again in its turn.
@@ -289,6 +346,11 @@ impl Scheduler {
         done.last = finished && current;
         self.settle(version);
         done
+    }
+
+    /// Whether `backend` keeps losing jobs that other backends then run well.
+    pub fn failing(&self, backend: usize) -> bool {
+        self.strikes.get(&backend).is_some_and(|n| *n >= DROP_AFTER)
     }
 
     /// Nothing queued or running.

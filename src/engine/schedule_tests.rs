@@ -164,7 +164,8 @@ fn a_failed_quick_look_is_final_and_a_good_one_is_refined_with_its_check() {
         c,
         Completion {
             last: true,
-            provisional: false
+            provisional: false,
+            retried: false
         }
     );
     assert!(s.next(Target::Gpu).is_none() && s.idle());
@@ -188,7 +189,8 @@ fn a_failed_quick_look_is_final_and_a_good_one_is_refined_with_its_check() {
         c,
         Completion {
             last: false,
-            provisional: true
+            provisional: true,
+            retried: false
         }
     );
     let full = s.next(Target::Gpu).unwrap();
@@ -301,4 +303,86 @@ fn on_several_gpus_the_largest_jobs_go_first() {
     });
     let order: Vec<usize> = drain(&mut s).into_iter().map(|(_, z, _)| z).collect();
     assert_eq!(order, [1, 2, 0]);
+}
+
+fn batch_of(runs: usize) -> Request {
+    Request {
+        version: 0,
+        generation: 1,
+        target: Target::Gpu,
+        runs: (0..runs).map(|s| run(0, s, false)).collect(),
+        saved: false,
+    }
+}
+
+fn crashed() -> Ending<'static> {
+    Ending::Finished {
+        status: Status::Crashed,
+        check: None,
+    }
+}
+
+#[test]
+fn a_job_whose_worker_was_lost_runs_once_more_on_another_backend() {
+    let mut s = Scheduler::new(Order::Largest);
+    s.submit(batch_of(1));
+    let t = s.next_for(Target::Gpu, 0, 2).unwrap();
+    assert_eq!(t.ran_on, Some(0));
+    let c = s.finish(
+        t,
+        Ending::Retry {
+            note: "crashed".into(),
+        },
+    );
+    assert!(c.retried && !c.last);
+    // Backend 0 lost it: while backend 1 serves, backend 0 leaves it alone.
+    assert!(s.next_for(Target::Gpu, 0, 2).is_none());
+    let t = s.next_for(Target::Gpu, 1, 2).unwrap();
+    assert_eq!((t.tries, t.retry_note.as_deref()), (1, Some("crashed")));
+    // The second try's ending is final, whatever it is.
+    let c = s.finish(t, crashed());
+    assert!(c.last && !c.retried);
+    assert!(s.idle());
+}
+
+#[test]
+fn a_retry_goes_back_to_the_failing_backend_when_it_is_alone() {
+    let mut s = Scheduler::new(Order::Largest);
+    s.submit(batch_of(1));
+    let t = s.next_for(Target::Gpu, 0, 1).unwrap();
+    s.finish(
+        t,
+        Ending::Retry {
+            note: "hung".into(),
+        },
+    );
+    let t = s.next_for(Target::Gpu, 0, 1).unwrap();
+    assert_eq!(t.tries, 1);
+    assert!(s.finish(t, ok()).last);
+}
+
+#[test]
+fn a_backend_whose_lost_jobs_run_well_elsewhere_is_failing() {
+    let mut s = Scheduler::new(Order::Largest);
+    s.submit(batch_of(4));
+    for round in 0..DROP_AFTER {
+        assert!(!s.failing(0), "round {round}");
+        let t = s.next_for(Target::Gpu, 0, 2).unwrap();
+        s.finish(t, Ending::Retry { note: "x".into() });
+        let t = s.next_for(Target::Gpu, 1, 2).unwrap();
+        assert_eq!(t.tries, 1);
+        s.finish(t, ok());
+    }
+    assert!(s.failing(0));
+    assert!(!s.failing(1));
+    // A job that fails everywhere is the job's fault: no strike.
+    let mut s = Scheduler::new(Order::Largest);
+    s.submit(batch_of(4));
+    for _ in 0..4 {
+        let t = s.next_for(Target::Gpu, 0, 2).unwrap();
+        s.finish(t, Ending::Retry { note: "x".into() });
+        let t = s.next_for(Target::Gpu, 1, 2).unwrap();
+        s.finish(t, crashed());
+    }
+    assert!(!s.failing(0) && !s.failing(1));
 }

@@ -85,6 +85,10 @@ pub struct DeviceInfo {
     pub stream_kernel_gbps: Option<f64>,
     /// As the CUDA driver reports it, e.g. 13000 for 13.0.
     pub driver_version: i32,
+    /// How many GPUs the worker's machine shows (`--devices all` opens each). Absent from
+    /// reports of older kwb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visible_gpus: Option<u32>,
 }
 
 impl DeviceInfo {
@@ -123,6 +127,7 @@ impl DeviceInfo {
             measured_copy_gbps: None,
             stream_kernel_gbps: None,
             driver_version: 13000,
+            visible_gpus: None,
         }
     }
 

@@ -276,6 +276,7 @@ pub(crate) mod tests {
             measured_copy_gbps: Some(3000.0),
             stream_kernel_gbps: None,
             driver_version: 13000,
+            visible_gpus: None,
         };
         let ok = |v: &str, size: &str, us: f64| {
             let mut r = RunResult::new(v, size, Status::Ok);

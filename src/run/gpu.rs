@@ -116,6 +116,9 @@ impl Gpu {
             measured_copy_gbps: None,
             stream_kernel_gbps: None,
             driver_version,
+            visible_gpus: CudaContext::device_count()
+                .ok()
+                .and_then(|n| u32::try_from(n).ok()),
         })
     }
 

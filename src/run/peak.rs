@@ -94,6 +94,7 @@ mod tests {
             measured_copy_gbps: None,
             stream_kernel_gbps: None,
             driver_version: 13000,
+            visible_gpus: None,
         }
     }
 

@@ -345,6 +345,7 @@ fn run_action(e: Event) -> Action {
                 provisional,
             },
         },
+        Event::Dropped { backend, why } => Action::Message(format!("{backend} dropped: {why}")),
     }
 }
 

@@ -147,6 +147,9 @@ pub struct RawVersion {
     /// Tile-language versions: persistent programs (one CTA per program slot of the GPU, each
     /// running programs until the grid is done).
     pub persistent: Option<bool>,
+    /// Triton's launch option of the same name: `false` rounds every product and sum on its
+    /// own (NVRTC `--fmad=false`) instead of contracting `a * b + c` into a fused multiply-add.
+    pub enable_fp_fusion: Option<bool>,
     /// Tile-language versions: values of the kernel's `tl.constexpr` parameters.
     #[serde(default)]
     pub constexprs: IndexMap<String, Lit>,

@@ -589,7 +589,13 @@ impl Validator<'_> {
             num_warps: tile.num_warps,
             persistent: tile.persistent,
             constexprs: tile.constexprs,
-            options: ws.options.iter().chain(&rv.options).cloned().collect(),
+            options: ws
+                .options
+                .iter()
+                .chain(&rv.options)
+                .cloned()
+                .chain((rv.enable_fp_fusion == Some(false)).then(|| "--fmad=false".to_string()))
+                .collect(),
             defines,
             launches,
             buffers: own,

@@ -119,7 +119,7 @@ impl Runner {
             .collect();
         let _ = write!(
             y,
-            "versions:\n  k:\n    file: {}\n    entry: kernel\n    constexprs: {{{}}}\n    num_warps: {}\n    grid: {}\n    args: [{}]\n",
+            "versions:\n  k:\n    file: {}\n    entry: kernel\n    constexprs: {{{}}}\n    num_warps: {}\n    enable_fp_fusion: false\n    grid: {}\n    args: [{}]\n",
             dir.join(kernel).display(),
             constexprs.join(", "),
             p.num_warps,

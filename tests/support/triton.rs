@@ -72,8 +72,9 @@ impl Interpreter {
         Self::spawn(Box::new(move || {
             let mut cmd = Command::new("python3");
             cmd.env("KWB_TRITON_DEVICE", "cuda")
-                // kwb rounds every product and sum; so must Triton, for a like comparison
-                // (docs/differential.md, "FMA contraction").
+                // Neither side contracts `a * b + c` (kwb's workspace says
+                // `enable_fp_fusion: false`), for a like comparison (docs/differential.md,
+                // "FMA contraction").
                 .env("KWB_TRITON_FP_FUSION", "0")
                 .env("CUDA_VISIBLE_DEVICES", ordinal.to_string())
                 .env_remove("TRITON_INTERPRET");

@@ -66,6 +66,26 @@ pub const HELPERS: &[(&str, &str)] = &[
         r#"static __device__ __forceinline__ float kwb_cos(float x) { float r; asm("cos.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 "#,
     ),
+    // ptxas (CUDA 12.8 to 13.x, sm_90 and up) fuses two signed `max.s32` (or `min.s32`) into
+    // one three-input VIMNMX3 and drops a negation it had folded into the second operand of
+    // the inner one: `max(max(z, -x), y)` runs as `max(z, x, y)`. Each operand goes through an
+    // identity `prmt`, so no negation can be folded into the instruction (pytorch/pytorch
+    // issue 190973; found here by the GPU differential test, seeds 507942 and 508227).
+    (
+        "kwb_opaque",
+        r#"static __device__ __forceinline__ int kwb_opaque(int a) { asm("prmt.b32 %0, %0, 0, 0x3210;" : "+r"(a)); return a; }
+"#,
+    ),
+    (
+        "kwb_smax",
+        r#"static __device__ __forceinline__ int kwb_smax(int a, int b) { return max(kwb_opaque(a), kwb_opaque(b)); }
+"#,
+    ),
+    (
+        "kwb_smin",
+        r#"static __device__ __forceinline__ int kwb_smin(int a, int b) { return min(kwb_opaque(a), kwb_opaque(b)); }
+"#,
+    ),
     (
         "kwb_div",
         r#"static __device__ __forceinline__ float kwb_div(float a, float b) { float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
@@ -272,6 +292,11 @@ fn wrapping(s: Scalar) -> Option<&'static str> {
     }
 }
 
+/// Signed integers that CUDA's `max`/`min` compute as `max.s32`/`min.s32`.
+pub fn narrow_signed(s: Scalar) -> bool {
+    matches!(s, Scalar::I8 | Scalar::I16 | Scalar::I32)
+}
+
 /// `a op b` for operands of type `s` (comparisons give `bool`).
 pub fn binary(op: BinOp, s: Scalar, a: &str, b: &str) -> Result<String, String> {
     use BinOp::*;
@@ -317,6 +342,10 @@ pub fn binary(op: BinOp, s: Scalar, a: &str, b: &str) -> Result<String, String> 
         Max if s == Scalar::F32 => format!("fmaxf({a}, {b})"),
         Min if s == Scalar::F64 => format!("fmin({a}, {b})"),
         Max if s == Scalar::F64 => format!("fmax({a}, {b})"),
+        Min | Max if narrow_signed(s) => {
+            let f = if op == Min { "kwb_smin" } else { "kwb_smax" };
+            format!("({t}){f}({a}, {b})")
+        }
         Min => format!("({a} < {b} ? {a} : {b})"),
         Max => format!("({a} > {b} ? {a} : {b})"),
         MulHi if s.size() == 4 => format!("({t})__umulhi((unsigned){a}, (unsigned){b})"),

@@ -62,6 +62,8 @@ fn combine(op: ReduceOp, s: Scalar, a: &str, b: &str) -> String {
         (ReduceOp::Min, "float") => format!("fminf({a}, {b})"),
         (ReduceOp::Max, "double") => format!("fmax({a}, {b})"),
         (ReduceOp::Min, "double") => format!("fmin({a}, {b})"),
+        (ReduceOp::Max, "int") => format!("kwb_smax({a}, {b})"),
+        (ReduceOp::Min, "int") => format!("kwb_smin({a}, {b})"),
         (ReduceOp::Max, _) => format!("({a} > {b} ? {a} : {b})"),
         _ => format!("({a} < {b} ? {a} : {b})"),
     }

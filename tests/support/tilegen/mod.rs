@@ -272,7 +272,17 @@ impl Gen<'_> {
                 } else {
                     "tl.minimum"
                 };
-                call(f, vec![sub(self), sub(self)])
+                let (x, y) = (sub(self), sub(self));
+                // Triton 3.6 makes a Python float a float32 tensor before `maximum`/`minimum`
+                // (an fp16 tensor then computes in fp32); 3.9 leaves it a weak scalar (fp16).
+                // kwb follows 3.9; the GPU hosts run 3.6. So an fp16 min/max gets tensors only
+                // (docs/differential.md, "Triton versions").
+                let weak = |g: &mut Self, e: E| match e {
+                    E::Atom(lit) if d == D::F16 && lit.contains('.') => g.tile(a(lit), d),
+                    e => e,
+                };
+                let (x, y) = (weak(self, x), weak(self, y));
+                call(f, vec![x, y])
             }
             5 => self.select(d, depth),
             6 => {
