@@ -1131,3 +1131,24 @@ fn a_number_assigned_to_a_name_is_a_tensor_as_in_compiled_triton() {
     let src = "import triton.language as tl\n@triton.jit\ndef k(y_ptr):\n    o = tl.arange(0, 16)\n    t = -1\n    c: tl.constexpr = -1\n    tl.store(y_ptr + o, o * 0 + (t % 7) * 100 + c % 7)\n";
     assert_eq!(run_source(src, &[]), vec![-94; 16]);
 }
+
+#[test]
+fn an_fp16_maximum_with_a_python_float_stays_fp16_as_in_triton_3_9() {
+    // Triton 3.9 leaves a Python float a weak scalar in `tl.maximum`/`tl.minimum`, so an fp16
+    // tensor's maximum is fp16; Triton 3.6 made the float an fp32 tensor first and computed in
+    // fp32 (seed 507772 of the GPU campaign, against 3.6 on an H200; its TTIR shows `extf` and
+    // an fp32 `maxnumf`). kwb follows 3.9, whose interpreter gives 2560 here: in fp16, 2049.0
+    // rounds to 2048 before the product; in fp32 it would be 1.25 * 2049 = 2561.25, so 2561.
+    let src = "import triton.language as tl\n@triton.jit\ndef k(y_ptr):\n    o = tl.arange(0, 16)\n    h = (o * 0 + 1).to(tl.float16)\n    m = tl.maximum(h, 1.25) * 2049.0\n    tl.store(y_ptr + o, m.to(tl.int32))\n";
+    assert_eq!(run_source(src, &[]), vec![2560; 16]);
+}
+
+#[test]
+fn tl_fma_rounds_once_as_compiled_triton_does() {
+    // Compiled Triton's `tl.fma` is one fused multiply-add; Triton's interpreter multiplies
+    // and adds with numpy, rounding twice. kwb rounds once: (1 + 2^-12)^2 - (1 + 2^-11) is
+    // 2^-24 fused and 0 unfused (why the differential generator keeps fma operands narrow,
+    // seed 356858; docs/differential.md).
+    let src = "import triton.language as tl\n@triton.jit\ndef k(y_ptr):\n    o = tl.arange(0, 16)\n    a = (o * 0 + 1).to(tl.float32) + 0.000244140625\n    r = tl.fma(a, a, -1.00048828125)\n    tl.store(y_ptr + o, (r * 1073741824.0).to(tl.int32))\n";
+    assert_eq!(run_source(src, &[]), vec![64; 16]);
+}

@@ -123,6 +123,9 @@ pub struct Scheduler {
     /// Per backend: jobs its worker lost that then ran well on another, since its last good
     /// run. A backend with [`DROP_AFTER`] of them is failing, not the jobs.
     strikes: HashMap<usize, u32>,
+    /// Per backend: the sizes it has run. Its worker keeps their inputs and reference, which
+    /// for a large size take seconds to make: a backend takes its own sizes' jobs first.
+    sizes_seen: HashMap<usize, Vec<usize>>,
     next_id: u64,
     seq: u64,
 }
@@ -136,6 +139,7 @@ impl Scheduler {
             active: HashMap::new(),
             saved: None,
             strikes: HashMap::new(),
+            sizes_seen: HashMap::new(),
             next_id: 1,
             seq: 0,
         }
@@ -232,7 +236,7 @@ impl Scheduler {
                 if t.target != target || (peers > 1 && t.failed_on == Some(backend)) {
                     continue;
                 }
-                let key = self.key(t);
+                let key = self.key(t, backend);
                 if best.as_ref().is_none_or(|b| key < b.2) {
                     best = Some((v, i, key));
                 }
@@ -242,6 +246,10 @@ impl Scheduler {
         let a = self.active.get_mut(&v)?;
         let mut task = a.queued.remove(i);
         task.ran_on = (backend != usize::MAX).then_some(backend);
+        let seen = self.sizes_seen.entry(backend).or_default();
+        if !seen.contains(&task.run.size) {
+            seen.push(task.run.size);
+        }
         task.id = self.next_id;
         self.next_id += 1;
         let preemptible = self.order == Order::Watch && !task.run.provisional;
@@ -249,14 +257,20 @@ impl Scheduler {
         Some(task)
     }
 
-    /// Lower goes first: (tier, rank, submission order).
-    fn key(&self, t: &Task) -> (u8, u64, u64) {
+    /// Lower goes first, for `backend`: (tier, rank, submission order).
+    fn key(&self, t: &Task, backend: usize) -> (u8, u64, u64) {
         let (v, size) = (t.run.version, t.run.size);
         match self.order {
             Order::Plan => (0, ((size as u64) << 32) | v as u64, t.seq),
             Order::Largest => {
+                // The backend's own sizes first, then the most work: each GPU makes a size's
+                // data once, and the small jobs still come last.
+                let seen = self
+                    .sizes_seen
+                    .get(&backend)
+                    .is_some_and(|s| s.contains(&size));
                 let work = t.run.result.flops.or(t.run.result.bytes).unwrap_or(0);
-                (0, u64::MAX - work, t.seq)
+                (u8::from(!seen), u64::MAX - work, t.seq)
             }
             Order::Watch => {
                 let (selected, viewed) = (v == self.focus.selected, size == self.focus.size);

@@ -386,3 +386,43 @@ fn a_backend_whose_lost_jobs_run_well_elsewhere_is_failing() {
     }
     assert!(!s.failing(0) && !s.failing(1));
 }
+
+#[test]
+fn on_several_gpus_each_keeps_to_the_sizes_it_has_data_for() {
+    let mut s = Scheduler::new(Order::Largest);
+    // Two sizes of equal work, three versions each (requests come version by version).
+    for v in 0..3 {
+        let runs = (0..2)
+            .map(|size| {
+                let mut r = run(v, size, false);
+                r.result.flops = Some(1000);
+                r
+            })
+            .collect();
+        s.submit(Request {
+            version: v,
+            generation: 1,
+            target: Target::Gpu,
+            runs,
+            saved: false,
+        });
+    }
+    let a = s.next_for(Target::Gpu, 0, 2).unwrap();
+    let b = s.next_for(Target::Gpu, 1, 2).unwrap();
+    let (sa, sb) = (a.run.size, b.run.size);
+    s.finish(a, ok());
+    s.finish(b, ok());
+    let mut by_backend = vec![vec![sa], vec![sb]];
+    while !s.idle() {
+        for (k, sizes) in by_backend.iter_mut().enumerate() {
+            if let Some(t) = s.next_for(Target::Gpu, k, 2) {
+                sizes.push(t.run.size);
+                s.finish(t, ok());
+            }
+        }
+    }
+    // Each backend ran one size only, once it had started on it.
+    for sizes in &by_backend {
+        assert!(sizes.iter().all(|z| *z == sizes[0]), "{by_backend:?}");
+    }
+}

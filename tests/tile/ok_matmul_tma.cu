@@ -3,6 +3,8 @@
 #pragma nv_diag_suppress 550
 
 // kwb helpers: Triton's fp32 math (approximate ex2/lg2/sqrt/rsqrt/sin/cos, div.full), predicated vector accesses, atomics, arg reductions.
+static __device__ __forceinline__ int kwb_opaque(int a) { asm("prmt.b32 %0, %0, 0, 0x3210;" : "+r"(a)); return a; }
+static __device__ __forceinline__ int kwb_smin(int a, int b) { return min(kwb_opaque(a), kwb_opaque(b)); }
 static __device__ __forceinline__ void kwb_st128(void* p, uint4 v, bool m) {
     asm volatile("{\n .reg .pred %%kwb_p;\n setp.ne.b32 %%kwb_p, %5, 0;\n @%%kwb_p st.global.v4.b32 [%0], {%1, %2, %3, %4};\n}"
                  :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)m) : "memory");
@@ -205,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 #line 22 "kernels/matmul/v7.tile"
     t25 = 8;
 #line 22 "kernels/matmul/v7.tile"
-    group_m_26 = (t24 < t25 ? t24 : t25);
+    group_m_26 = (int)kwb_smin(t24, t25);
 #line 23 "kernels/matmul/v7.tile"
     t27 = (int)(pid_6 % per_group_20);
 #line 23 "kernels/matmul/v7.tile"
