@@ -235,6 +235,8 @@ fn corpus() -> Vec<String> {
     v.push(
         "import triton.language as tl\n@triton.jit\ndef helper(x, F: tl.constexpr = 2):\n    return x * F\n\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    r = tl.arange(0, 16)[:, None]\n    c = tl.arange(0, BLOCK)[None, :]\n    acc = tl.zeros([16, BLOCK], tl.float32)\n    for i in tl.range(0, n, 4):\n        acc += tl.load(x_ptr + r * BLOCK + c, mask=(r < n) & (c < n), other=0.0)\n    if n > 2:\n        acc = acc * 2\n    else:\n        acc = helper(acc)\n    j = 0\n    while j < n:\n        j += 1\n    for s in tl.static_range(2):\n        acc = tl.where(acc > s, tl.exp(acc), -acc)\n    t = tl.sum(acc.T, axis=0).to(tl.float16)\n    tl.atomic_add(y_ptr + tl.arange(0, 16), t.to(tl.float32))\n    tl.store(y_ptr + r * BLOCK + c, tl.reshape(acc, [16 * BLOCK]).reshape(16, BLOCK))\n".to_string(),
     );
+    // The language of scans, random numbers, atomics and shape ops.
+    v.push("import triton\nimport triton.language as tl\n\n@triton.jit\ndef add_pair(a, b):\n    return a + b\n\n@triton.jit\ndef k(x_ptr, y_ptr, i_ptr, n, seed, BLOCK: tl.constexpr):\n    o = tl.arange(0, BLOCK)\n    m = o < n\n    x = tl.load(x_ptr + o, mask=m, other=0.0)\n    i = tl.load(i_ptr + o, mask=m, other=0)\n    c = tl.cumsum(x, axis=0) + tl.cumprod(x * 0 + 1, axis=0)\n    s = tl.associative_scan(x, 0, add_pair)\n    r = tl.reduce(x, 0, add_pair)\n    u = tl.rand(seed, o) + tl.randn(seed, o) + tl.randint(seed, o).to(tl.float32)\n    h = tl.umulhi(i.to(tl.uint32), i.to(tl.uint32))\n    q = tl.clamp(x, -1.0, 1.0)\n    f = tl.flip(x, 0)\n    a, b = tl.split(tl.join(x, q))\n    v = tl.interleave(a, b)\n    w = tl.ravel(tl.reshape(v, [2, BLOCK]))\n    pm, pn = tl.swizzle2d(tl.program_id(0), tl.program_id(1), 4, 4, 2)\n    old = tl.atomic_cas(i_ptr, 0, 1)\n    tl.atomic_xchg(i_ptr + 1, old)\n    tl.store(y_ptr + o, c + s + r + u + q + f + h.to(tl.float32) + (pm + pn).to(tl.float32), mask=m)\n    tl.store(y_ptr + BLOCK + tl.arange(0, 2 * BLOCK), w)\n".to_string());
     v
 }
 
@@ -316,7 +318,12 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
 fn run(iters: u64) {
     let corpus = corpus();
     assert!(corpus.len() >= 6, "the corpus is missing");
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // `KWB_FUZZ_SEED` gives a campaign's parallel shards different inputs.
+    let seed: u64 = std::env::var("KWB_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0xd1b5_4a32_d192_ed03));
     let mut panics = 0u64;
     let hook = std::panic::take_hook();
     // Only the first few panics are printed (with their message and place).
