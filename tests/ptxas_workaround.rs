@@ -1,6 +1,6 @@
-//! ptxas (CUDA 12.8 to 13.x, sm_90 and up) miscompiles signed integer `max`/`min`: it fuses two
-//! of them into one three-input VIMNMX3 and drops a negation it had folded into the second
-//! operand of the inner one, so `max(max(z, -x), y)` runs as `max(z, x, y)` (pytorch/pytorch
+//! ptxas (seen here in NVRTC 13.0 for sm_90; reported for 12.8 to 13.3 on sm_100) miscompiles
+//! signed integer `max`/`min`: it fuses two of them into one three-input VIMNMX3 and drops a
+//! negation it had folded into the second operand of the inner one, so `max(max(z, -x), y)` runs as `max(z, x, y)` (pytorch/pytorch
 //! issue 190973). The GPU differential campaign found it as wrong results (seeds 507942 and
 //! 508227). kwb's generated CUDA passes each operand of a signed `max`/`min` through an
 //! identity `prmt` (`kwb_smax`, `kwb_smin`), so no negation can be folded into it.

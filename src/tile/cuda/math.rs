@@ -66,9 +66,9 @@ pub const HELPERS: &[(&str, &str)] = &[
         r#"static __device__ __forceinline__ float kwb_cos(float x) { float r; asm("cos.approx.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 "#,
     ),
-    // ptxas (CUDA 12.8 to 13.x, sm_90 and up) fuses two signed `max.s32` (or `min.s32`) into
-    // one three-input VIMNMX3 and drops a negation it had folded into the second operand of
-    // the inner one: `max(max(z, -x), y)` runs as `max(z, x, y)`. Each operand goes through an
+    // ptxas (seen here in NVRTC 13.0 for sm_90; reported for 12.8 to 13.3 on sm_100) fuses
+    // two signed `max.s32` (or `min.s32`) into one three-input VIMNMX3 and drops a negation it
+    // had folded into the second operand of the inner one: `max(max(z, -x), y)` runs as `max(z, x, y)`. Each operand goes through an
     // identity `prmt`, so no negation can be folded into the instruction (pytorch/pytorch
     // issue 190973; found here by the GPU differential test, seeds 507942 and 508227).
     (

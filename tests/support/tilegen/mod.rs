@@ -784,8 +784,21 @@ pub fn generate(seed: u64) -> Program {
                 "helper".to_string(),
                 vec!["p".to_string(), "q".to_string()],
                 vec![
-                    // The helper's zero tiles, for `tile()`, from its fp32 parameter.
-                    S::Assign("zf".into(), bin("*", a("p"), a("0.0"))),
+                    // The helper's zero tiles, for `tile()`, from its fp32 parameter: from a
+                    // comparison, as `p * 0.0` is NaN for an infinite `p`, and NaN's int32 is
+                    // undefined (INT_MIN in numpy, 0 on the GPU; seed 381275).
+                    S::Assign(
+                        "zf".into(),
+                        bin(
+                            "*",
+                            E::Method(
+                                Box::new(bin("!=", a("p"), a("p"))),
+                                "to",
+                                vec![a("tl.float32")],
+                            ),
+                            a("0.0"),
+                        ),
+                    ),
                     S::Assign(
                         "zh".into(),
                         E::Method(Box::new(a("zf")), "to", vec![a("tl.float16")]),
