@@ -957,3 +957,17 @@ fn tile_versions_show_their_generated_cuda_and_diagnostics_at_tile_lines() {
         panel(&app, 70, 10, panels::diagnostics::render)
     );
 }
+
+#[test]
+fn every_tab_shows_in_the_tab_bar_at_80x24() {
+    let app = compiled_app();
+    let s = screen(&app, 80, 24);
+    let bar = s.lines().next().unwrap_or_default();
+    for tab in app.tabs() {
+        assert!(
+            bar.contains(tab.short()),
+            "{} is missing from the tab bar: {bar}",
+            tab.title()
+        );
+    }
+}

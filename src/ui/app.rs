@@ -126,6 +126,18 @@ impl Tab {
             Tab::Sweep => "Sweep",
         }
     }
+
+    /// The title where the tab bar is narrow (80 columns).
+    pub fn short(self) -> &'static str {
+        match self {
+            Tab::Source => "Src",
+            Tab::Ptx => "PTX",
+            Tab::Sass => "SASS",
+            Tab::Compare => "Cmp",
+            Tab::Cuda => "CU",
+            Tab::Sweep => "Swp",
+        }
+    }
 }
 
 /// Which part of the screen keys scroll.

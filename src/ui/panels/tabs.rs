@@ -9,28 +9,34 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 
-/// The one-row tab bar. Tabs are numbered (the keys 1-4) when there is room.
+/// The one-row tab bar. Tabs are numbered (the keys 1-6) when there is room; where there is
+/// less, every tab still shows, by its full title, then its short one, then the short one
+/// without padding.
 pub fn render_bar(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let tabs = app.tabs();
     let separators = tabs.len() as u16 - 1;
-    let numbered: u16 = tabs.iter().map(|t| width(t.title()) + 4).sum();
-    let with_numbers = numbered + separators <= area.width;
+    let labels = |f: &dyn Fn(usize, Tab) -> String| -> Vec<String> {
+        tabs.iter().enumerate().map(|(i, t)| f(i, *t)).collect()
+    };
+    let forms = [
+        labels(&|i, t| format!(" {} {} ", i + 1, t.title())),
+        labels(&|_, t| format!(" {} ", t.title())),
+        labels(&|_, t| format!(" {} ", t.short())),
+        labels(&|_, t| t.short().to_string()),
+    ];
+    let fits = |l: &Vec<String>| l.iter().map(|s| width(s)).sum::<u16>() + separators <= area.width;
+    let chosen = forms.iter().find(|l| fits(l)).unwrap_or(&forms[3]);
     let mut pen = Pen::row(buf, area, 0);
-    for (i, tab) in tabs.iter().enumerate() {
+    for (i, (tab, label)) in tabs.iter().zip(chosen).enumerate() {
         if i > 0 {
             pen.text(buf, "│", theme.style(Role::Border));
         }
-        let label = if with_numbers {
-            format!(" {} {} ", i + 1, tab.title())
-        } else {
-            format!(" {} ", tab.title())
-        };
         let role = if *tab == app.tab {
             Role::Selected
         } else {
             Role::Dim
         };
-        pen.text(buf, &label, theme.style(role));
+        pen.text(buf, label, theme.style(role));
     }
     let mut where_ = Vec::new();
     if let Some(v) = app.current() {
