@@ -30,8 +30,8 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
     (
         "next_tab",
         &["tab"],
-        "Tab, Shift-Tab, 1-5",
-        "tabs: Source, PTX, SASS, Compare, CUDA (tile versions)",
+        "Tab, Shift-Tab, 1-6",
+        "tabs: Source, PTX, SASS, Compare, CUDA (tile versions), Sweep (sweeps)",
     ),
     ("prev_tab", &["shift-tab"], "", ""),
     ("tab_source", &["1"], "", ""),
