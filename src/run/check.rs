@@ -34,14 +34,14 @@ impl Tolerance {
 /// | f32 | 1e-5 | 1e-5 | ~80 ulp: room for long reductions summed in another order, whose results near zero carry absolute error |
 /// | f16 | 2e-3 | 1e-3 | 2 ulp (eps = 2^-10): the output's own rounding plus some f16 arithmetic |
 /// | bf16 | 1.6e-2 | 1e-2 | 2 ulp (eps = 2^-7), the same reasoning |
-/// | i32 | 0 | 0 | integers must match exactly |
+/// | integers, bool | 0 | 0 | integers must match exactly |
 pub fn default_tolerance(dtype: DType) -> Tolerance {
     let (rtol, atol) = match dtype {
         DType::F64 => (1e-10, 1e-12),
         DType::F32 => (1e-5, 1e-5),
         DType::F16 => (2e-3, 1e-3),
         DType::BF16 => (1.6e-2, 1e-2),
-        DType::I32 => (0.0, 0.0),
+        DType::I32 | DType::I64 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => (0.0, 0.0),
     };
     Tolerance::new(rtol, atol)
 }
@@ -112,12 +112,14 @@ impl Tally {
 
 /// Tallies one chunk of output elements (`E`) starting at flat index `base`.
 fn tally<E: Elem>(out: &[u8], reference: &[f64], base: usize, tol: Tolerance) -> Tally {
-    let (poison, int) = (poison_bits(E::DTYPE), E::DTYPE == DType::I32);
+    // A bool is written 0 or 1, never the sentinel's byte.
+    let int = !E::DTYPE.is_float() && E::DTYPE != DType::Bool;
+    let poison = poison_bits(E::DTYPE);
     let mut t = Tally::default();
     for (j, (b, &r)) in out.chunks_exact(E::SIZE).zip(reference).enumerate() {
         let o = E::load(b);
         t.out_nonzero |= o != 0.0;
-        // An i32 output equal to the sentinel is a written value if the reference says so.
+        // An integer output equal to the sentinel is a written value if the reference says so.
         let ok = if E::bits(b) == poison && !(int && o == r) {
             t.unwritten += 1;
             false

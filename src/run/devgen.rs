@@ -34,8 +34,10 @@ pub struct Draw {
 }
 
 impl Draw {
-    /// The draw of buffer `b` of `job`, when its init is drawn (not read from a file).
+    /// The draw of buffer `b` of `job`, when its init is drawn (not read from a file) and the
+    /// draw kernel knows its dtype; the host draws the others.
     pub fn of(job: &RunJob, b: &BufferSpec) -> Option<Draw> {
+        dtype_code(b.dtype)?;
         Some(Draw {
             dtype: b.dtype,
             elems: b.shape.iter().product(),
@@ -53,15 +55,17 @@ pub struct DeviceGen {
     grid: u32,
 }
 
-/// The kernel's number for a dtype (see `kwb_store` in `devgen.cu.in`).
-fn dtype_code(d: DType) -> u32 {
-    match d {
+/// The kernel's number for a dtype (see `kwb_store` in `devgen.cu.in`); `None` for the ones
+/// it does not draw (the narrow and 64-bit integers, bool), which the host draws and uploads.
+fn dtype_code(d: DType) -> Option<u32> {
+    Some(match d {
         DType::F32 => 0,
         DType::F16 => 1,
         DType::BF16 => 2,
         DType::I32 => 3,
         DType::F64 => 4,
-    }
+        DType::I64 | DType::I16 | DType::I8 | DType::U8 | DType::Bool => return None,
+    })
 }
 
 impl DeviceGen {
@@ -123,7 +127,7 @@ impl DeviceGen {
         let (mut ptr, mut n, mut dt, mut kind, mut key) = (
             buf.ptr,
             draw.elems as u64,
-            dtype_code(draw.dtype),
+            dtype_code(draw.dtype).unwrap_or(u32::MAX),
             r.kind as u32,
             key_of(draw.seed),
         );
@@ -173,9 +177,9 @@ impl DeviceGen {
             Init::Arange,
             Init::Constant { value: 0.1 },
         ];
-        for dtype in DType::ALL {
+        for (dtype, code) in DType::ALL.into_iter().filter_map(|d| Some((d, dtype_code(d)?))) {
             for init in &inits {
-                let seed = 0x5EED ^ u64::from(dtype_code(dtype));
+                let seed = 0x5EED ^ u64::from(code);
                 let host = generate(dtype, N, init, &[N], seed).map_err(|e| e.to_string())?;
                 let draw = Draw {
                     dtype,

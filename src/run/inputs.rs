@@ -21,6 +21,11 @@ macro_rules! with_elem {
         $crate::workspace::DType::BF16 => { type $E = $crate::run::inputs::BF16; $body }
         $crate::workspace::DType::I32 => { type $E = $crate::run::inputs::I32; $body }
         $crate::workspace::DType::F64 => { type $E = $crate::run::inputs::F64; $body }
+        $crate::workspace::DType::I64 => { type $E = $crate::run::inputs::I64; $body }
+        $crate::workspace::DType::I16 => { type $E = $crate::run::inputs::I16; $body }
+        $crate::workspace::DType::I8 => { type $E = $crate::run::inputs::I8; $body }
+        $crate::workspace::DType::U8 => { type $E = $crate::run::inputs::U8; $body }
+        $crate::workspace::DType::Bool => { type $E = $crate::run::inputs::Bool; $body }
     } };
 }
 pub(crate) use with_elem;
@@ -49,14 +54,18 @@ pub enum InputError {
 }
 
 /// The poison bits of one element: quiet NaNs with a payload no arithmetic makes for floats. The
-/// f64 one repeats every 32 bits, the i32 one every 8, so a device memset can lay any one down.
+/// f64 one repeats every 32 bits, the integer ones every 8 (0x7F, which no bool and few
+/// integer results are), so a device memset can lay any one down.
 pub const fn poison_bits(dtype: DType) -> u64 {
     match dtype {
         DType::F32 => 0x7FC0_DEAD,
         DType::F16 => 0x7E5A,
         DType::BF16 => 0x7FDA,
-        DType::I32 => 0x7F7F_7F7F,
         DType::F64 => 0x7FFA_DEAD_7FFA_DEAD,
+        DType::I64 => 0x7F7F_7F7F_7F7F_7F7F,
+        DType::I32 => 0x7F7F_7F7F,
+        DType::I16 => 0x7F7F,
+        DType::I8 | DType::U8 | DType::Bool => 0x7F,
     }
 }
 
@@ -75,7 +84,8 @@ pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
     with_elem!(dtype, E => bytes.par_chunks_exact(E::SIZE).map(E::load).collect())
 }
 
-/// `values` rounded to `dtype` (nearest, ties to even; i32 saturates, NaN becomes 0).
+/// `values` rounded to `dtype` (nearest, ties to even; integers saturate, NaN becomes 0, and
+/// a bool is 1 for any value but 0).
 pub fn encode(dtype: DType, values: &[f64]) -> HostBuffer {
     fill(dtype, values.len(), FULL, &|start, out| {
         out.copy_from_slice(&values[start..start + out.len()])
@@ -84,7 +94,8 @@ pub fn encode(dtype: DType, values: &[f64]) -> HostBuffer {
 
 /// How `init` draws the elements of a `dtype` buffer, with the bounds the stored values are
 /// clamped into; `None` for an `npy` file (its values are read, not drawn). Uniform draws lie
-/// in `[low, high)` after rounding; for i32 they are integers in `[ceil(low), ceil(high))`.
+/// in `[low, high)` after rounding; for integer types they are integers in
+/// `[ceil(low), ceil(high))`, within the type's range.
 pub fn recipe(dtype: DType, init: &Init) -> Result<Option<Recipe>, InputError> {
     let invalid = |msg: String| Err(InputError::Invalid(msg));
     let (lo, hi) = match *init {
@@ -94,9 +105,10 @@ pub fn recipe(dtype: DType, init: &Init) -> Result<Option<Recipe>, InputError> {
         Init::Uniform { low, high } if !(high - low > 0.0 && (high - low).is_finite()) => {
             return invalid(format!("uniform needs finite low < high, got {init:?}"));
         }
-        Init::Uniform { low, high } if dtype == DType::I32 => {
-            let lo = low.ceil().max(i32::MIN as f64);
-            (lo, high.ceil().min(i32::MAX as f64 + 1.0) - 1.0)
+        Init::Uniform { low, high } if !dtype.is_float() => {
+            let (min, max) = dtype.int_range().unwrap_or(FULL);
+            let lo = low.ceil().max(min);
+            (lo, high.ceil().min(max + 1.0) - 1.0)
         }
         Init::Uniform { low, high } => {
             with_elem!(dtype, E => (E::nearest(low, true), E::nearest(high, false)))
@@ -117,7 +129,7 @@ pub fn recipe(dtype: DType, init: &Init) -> Result<Option<Recipe>, InputError> {
     };
     match *init {
         Init::Randn { mean, std } => r(Kind::Randn, mean, std),
-        Init::Uniform { low, high } if dtype != DType::I32 => r(Kind::Uniform, low, high),
+        Init::Uniform { low, high } if dtype.is_float() => r(Kind::Uniform, low, high),
         Init::Uniform { .. } => r(Kind::UniformInt, lo, hi - lo + 1.0),
         Init::Arange => r(Kind::Arange, 0.0, 0.0),
         Init::Constant { value } => r(Kind::Constant, value, 0.0),
@@ -148,6 +160,13 @@ pub fn generate(
         if a.shape != shape {
             return Err(InputError::NpyShape(path.clone(), a.shape, shape.to_vec()));
         }
+        if let Some(i) = a.data.iter().position(|&v| !holds_exactly(dtype, v)) {
+            return invalid(format!(
+                "{}: element {i} ({}) is not a {dtype} value kwb can hold exactly",
+                path.display(),
+                a.data[i]
+            ));
+        }
         return Ok(fill(dtype, elems, FULL, &|start, out| {
             out.copy_from_slice(&a.data[start..start + out.len()])
         }));
@@ -162,6 +181,18 @@ pub fn generate(
 }
 
 const FULL: (f64, f64) = (f64::NEG_INFINITY, f64::INFINITY);
+
+/// Whether a value read from a file is one `dtype` stores as is: any value for floats (they
+/// round as a cast does), and for integers a whole number in the type's range that `f64` holds
+/// exactly (an int64 beyond ±2^53 may already have rounded on the way in).
+fn holds_exactly(dtype: DType, v: f64) -> bool {
+    match dtype.int_range() {
+        None => true,
+        Some((lo, hi)) => {
+            v.fract() == 0.0 && v >= lo && v <= hi && v.abs() <= 9_007_199_254_740_992.0
+        }
+    }
+}
 
 /// A buffer of the values `f(start, out)` writes for elements `start..start + out.len()`,
 /// rounded to `dtype` and clamped into `bounds` (both inclusive), made in chunks in parallel.
@@ -266,6 +297,11 @@ elems! {
     BF16, 2, |v| bf16::from_f32(f32_odd(v)).to_bits().into(), |b| f32::from_bits((b as u32) << 16).into();
     I32, 4, |v| (v.round_ties_even() as i32 as u32).into(), |b| (b as u32 as i32).into();
     F64, 8, |v| v.to_bits(), |b| f64::from_bits(b);
+    I64, 8, |v| v.round_ties_even() as i64 as u64, |b| b as i64 as f64;
+    I16, 2, |v| (v.round_ties_even() as i16 as u16).into(), |b| (b as u16 as i16).into();
+    I8, 1, |v| (v.round_ties_even() as i8 as u8).into(), |b| (b as u8 as i8).into();
+    U8, 1, |v| (v.round_ties_even() as u8).into(), |b| (b as u8).into();
+    Bool, 1, |v| u64::from(v != 0.0 && !v.is_nan()), |b| f64::from(b as u8 != 0);
 }
 
 #[cfg(test)]
@@ -301,7 +337,13 @@ mod tests {
             assert_eq!(decode(dtype, &a.bytes), a.values, "{dtype}"); // also checks the length
             let c = gen(dtype, Init::DEFAULT, 8).values;
             let same = a.values.iter().zip(&c).filter(|(x, y)| x == y).count();
-            let limit = if dtype == DType::I32 { N / 2 } else { N / 50 };
+            // randn rounds to few integers (half of them 0 in u8), and to 1 for almost any bool.
+            let limit = match dtype {
+                DType::Bool => N + 1,
+                DType::U8 => 3 * N / 4,
+                d if !d.is_float() => N / 2,
+                _ => N / 50,
+            };
             assert!(same < limit, "{dtype}: {same} equal elements across seeds");
         }
     }
@@ -322,6 +364,38 @@ mod tests {
         assert!(e.values[2].is_nan());
         let e = encode(DType::I32, &[2.5, -3.5, 1e12, f64::NAN]);
         assert_eq!(e.values, [2.0, -4.0, i32::MAX as f64, 0.0]);
+        let v = [2.5, -3.5, 1e12, f64::NAN, -1e30, 300.0];
+        assert_eq!(encode(DType::I64, &v).values[..4], [2.0, -4.0, 1e12, 0.0]);
+        assert_eq!(encode(DType::I16, &v).values, [2.0, -4.0, 32767.0, 0.0, -32768.0, 300.0]);
+        assert_eq!(encode(DType::I8, &v).values, [2.0, -4.0, 127.0, 0.0, -128.0, 127.0]);
+        assert_eq!(encode(DType::U8, &v).values, [2.0, 0.0, 255.0, 0.0, 0.0, 255.0]);
+        assert_eq!(encode(DType::Bool, &v).values, [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
+        assert_eq!(encode(DType::I64, &[-5.0]).bytes, (-5i64).to_le_bytes());
+    }
+
+    #[test]
+    fn narrow_and_wide_integers_draw_within_their_range() {
+        for dtype in [DType::I64, DType::I16, DType::I8, DType::U8, DType::Bool] {
+            let (lo, hi) = dtype.int_range().unwrap();
+            let a = gen(dtype, uniform(-1e6, 1e6), 3);
+            assert!(a.values.iter().all(|&x| x >= lo && x <= hi && x.fract() == 0.0), "{dtype}");
+            let a = gen(dtype, uniform(0.0, 2.0), 3);
+            let ones = a.values.iter().filter(|&&x| x == 1.0).count();
+            assert!(a.values.iter().all(|&x| x == 0.0 || x == 1.0), "{dtype}");
+            assert!(ones > N / 3 && ones < 2 * N / 3, "{dtype}: {ones} ones");
+        }
+    }
+
+    #[test]
+    fn an_npy_integer_that_does_not_fit_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.npy");
+        npy::write(&path, &[3], DType::F64, &[1.0, 300.0, 2.0]).unwrap();
+        let e = fails(DType::I8, Init::Npy { path: path.clone() }, &[3]);
+        assert!(e.contains("element 1 (300) is not a i8 value"), "{e}");
+        let ok = generate(DType::I16, 3, &Init::Npy { path }, &[3], 0).unwrap();
+        assert_eq!(ok.values, [1.0, 300.0, 2.0]);
+        assert_eq!(ok.bytes, [1, 0, 44, 1, 2, 0]);
     }
 
     #[test]
@@ -394,10 +468,11 @@ mod tests {
             assert!(p.len() == 3 * size && p.chunks(size).all(|e| is_poison(dtype, e)));
             assert!(!is_poison(dtype, &encode(dtype, &[0.0]).bytes) && !is_poison(dtype, &p[1..]));
             let v = decode(dtype, &p);
-            let sentinel = |x: &f64| x.is_nan() != (*x == 2139062143.0);
-            assert!(v.iter().all(sentinel) && v[0].is_nan() == dtype.is_float());
+            assert!(v.iter().all(|x| x.is_nan() == dtype.is_float()), "{dtype}");
         }
         assert_eq!(poison(DType::F32, 1), [0xAD, 0xDE, 0xC0, 0x7F]);
+        assert_eq!(decode(DType::I32, &poison(DType::I32, 1)), [2139062143.0]);
+        assert_eq!(decode(DType::I8, &poison(DType::I8, 1)), [127.0]);
         let f16s = decode(DType::F16, &[0x00, 0x3C, 0x00, 0xC0, 0x01, 0x00]);
         assert_eq!(f16s, [1.0, -2.0, 2f64.powi(-24)]);
         assert_eq!(decode(DType::BF16, &[0x80, 0x3F, 0x7]), [1.0]);

@@ -258,6 +258,11 @@ fn encode(shape: &[usize], dtype: DType, values: &[f64]) -> Vec<u8> {
         DType::F16 => "<f2",
         DType::F64 => "<f8",
         DType::I32 => "<i4",
+        DType::I64 => "<i8",
+        DType::I16 => "<i2",
+        DType::I8 => "|i1",
+        DType::U8 => "|u1",
+        DType::Bool => "|b1",
         DType::F32 | DType::BF16 => "<f4",
     };
     if dtype == DType::BF16 {
@@ -306,7 +311,7 @@ mod tests {
     fn round_trips_every_written_dtype() {
         let dir = tempfile::tempdir().unwrap();
         let values = [0.0, -1.5, 2.25, 1e3, -7.0, 0.1];
-        let descrs = ["<f4", "<f2", "<f4", "<i4", "<f8"]; // in DType::ALL order
+        let descrs = ["<f4", "<f2", "<f4", "<i4", "<f8", "<i8", "<i2", "|i1", "|u1", "|b1"]; // DType::ALL
         for (dtype, descr) in DType::ALL.into_iter().zip(descrs) {
             let path = dir.path().join(format!("{dtype}.npy"));
             write(&path, &[2, 3], dtype, &values).unwrap();

@@ -79,6 +79,11 @@ impl Scalar {
             DType::BF16 => Scalar::BF16,
             DType::I32 => Scalar::I32,
             DType::F64 => Scalar::F64,
+            DType::I64 => Scalar::I64,
+            DType::I16 => Scalar::I16,
+            DType::I8 => Scalar::I8,
+            DType::U8 => Scalar::U8,
+            DType::Bool => Scalar::I1,
         }
     }
 }
