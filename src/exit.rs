@@ -12,3 +12,5 @@ pub const COMPILE_ERROR: i32 = 3;
 pub const USAGE: i32 = 4;
 /// No usable GPU or driver.
 pub const NO_GPU: i32 = 5;
+/// `kwb capture`: the captured program itself failed.
+pub const PROGRAM_FAILED: i32 = 6;

@@ -5,6 +5,7 @@
 //! (`workspace`), compiled with NVRTC (`compile`), and reported (`inspect`).
 
 pub mod batch;
+pub mod capture;
 pub mod common;
 pub mod compile;
 pub mod diag;

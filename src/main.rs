@@ -36,6 +36,9 @@ enum Command {
     Watch(WatchArgs),
     /// Joins the JSON reports of `kwb batch --shard K/N` into the report of the whole run.
     Merge(MergeArgs),
+    /// Runs a Python program unchanged and writes a workspace for each Triton launch it makes
+    /// (its inputs, Triton's outputs as the reference, Triton's time as a baseline).
+    Capture(CaptureArgs),
     /// The isolated GPU worker (speaks docs/worker-protocol.md on stdin/stdout).
     #[command(hide = true)]
     Worker,
@@ -193,6 +196,32 @@ struct BatchArgs {
 }
 
 #[derive(clap::Args)]
+struct CaptureArgs {
+    /// The folder for the workspaces and recorded arrays (made if missing; an earlier
+    /// capture's folder is replaced; any other folder is refused).
+    #[arg(long, default_value = "kwb-capture")]
+    out: PathBuf,
+    /// Only kernels whose name matches one of these comma-separated patterns (`*`, `?`).
+    #[arg(long)]
+    kernels: Option<String>,
+    /// Distinct specialisations recorded per kernel.
+    #[arg(long, default_value_t = 1)]
+    max_per_kernel: u32,
+    /// Cap on the bytes of recorded arrays (`2Gi`, `500M`, or bytes).
+    #[arg(long, default_value = "2Gi")]
+    max_bytes: String,
+    /// Do not time Triton's kernels (on a GPU they are timed by default).
+    #[arg(long)]
+    no_time: bool,
+    /// Samples per timed kernel.
+    #[arg(long, default_value_t = 20)]
+    reps: u32,
+    /// The program and its arguments, after `--`: `kwb capture -- python train.py --steps 1`.
+    #[arg(last = true, required = true)]
+    program: Vec<String>,
+}
+
+#[derive(clap::Args)]
 struct MergeArgs {
     /// The shard reports (`kwb batch --shard K/N --format json`), every shard once.
     #[arg(required = true)]
@@ -335,6 +364,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => run_inspect(args),
         Command::Batch(args) => run_batch(args),
         Command::Merge(args) => run_merge(args),
+        Command::Capture(args) => run_capture(args),
         Command::Worker => kwb::run::worker::serve(std::io::stdin(), Box::new(std::io::stdout())),
     };
     ExitCode::from(code as u8)
@@ -679,6 +709,41 @@ fn emit(
         );
     }
     Ok(regressions)
+}
+
+fn run_capture(a: CaptureArgs) -> i32 {
+    let max_bytes = match kwb::workspace::Formula::parse(&a.max_bytes)
+        .and_then(|f| f.eval_u64(&kwb::workspace::SizeEnv::vars(&[])))
+    {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: --max-bytes `{}`: {e}", a.max_bytes);
+            return exit::USAGE;
+        }
+    };
+    let options = kwb::capture::Options {
+        argv: a.program,
+        out: a.out.clone(),
+        hook: kwb::capture::HookSettings {
+            kernels: a.kernels,
+            max_per_kernel: a.max_per_kernel.max(1),
+            max_bytes,
+            time: !a.no_time,
+            reps: a.reps.max(1),
+        },
+    };
+    match kwb::capture::capture(&options) {
+        Ok(outcome) => {
+            let (out, err, code) = kwb::capture::report::render(&outcome, &a.out);
+            eprint!("{err}");
+            print!("{out}");
+            code
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::USAGE
+        }
+    }
 }
 
 fn run_merge(a: MergeArgs) -> i32 {

@@ -161,6 +161,16 @@ pub fn new_result(ws: &Workspace, v: &Version, size: &ProblemSize) -> RunResult 
             .unwrap_or(false),
         best: false,
     });
+    r.baseline = v.baseline.as_ref().and_then(|b| {
+        let us =
+            b.us.eval_f64(&crate::workspace::SizeEnv::vars(&size.vars))
+                .ok()?;
+        Some(crate::report::BaselineTime {
+            name: b.name.clone(),
+            us,
+            note: b.note.clone(),
+        })
+    });
     r
 }
 

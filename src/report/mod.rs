@@ -210,6 +210,27 @@ pub struct RunResult {
     /// The GPU (its ordinal on the worker's machine) that ran this result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<u32>,
+    /// Another tool's time for the same launch (the version's `baseline`), to compare with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineTime>,
+}
+
+/// Another tool's kernel time for a result's launch, from the workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineTime {
+    /// Who: `Triton 3.6.0`.
+    pub name: String,
+    pub us: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl RunResult {
+    /// kwb's median over the baseline's time: below 1, kwb is faster.
+    pub fn baseline_ratio(&self) -> Option<f64> {
+        let b = self.baseline.as_ref().filter(|b| b.us > 0.0)?;
+        Some(self.timing.as_ref()?.median_us / b.us)
+    }
 }
 
 impl RunResult {
@@ -235,6 +256,7 @@ impl RunResult {
             sweep: None,
             pct_of_tensor_peak: None,
             gpu: None,
+            baseline: None,
         }
     }
 

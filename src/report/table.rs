@@ -54,6 +54,10 @@ pub fn render(report: &BatchReport, regressions: &[Regression]) -> String {
                 status.push('*');
                 unconverged = true;
             }
+            // Another tool's time for the same launch (e.g. Triton's, from `kwb capture`).
+            if let (Some(b), Some(x)) = (&r.baseline, r.baseline_ratio()) {
+                status.push_str(&format!(" · {x:.2}× {} ({} µs)", b.name, fmt_us(b.us)));
+            }
             let check = match &r.check {
                 Some(c) if c.passed => "pass",
                 Some(_) => "FAIL",
@@ -341,6 +345,25 @@ v1-cp    | 16M  | skipped
 6 results: 2 ok, 1 check failed, 2 errors, 1 skipped, 0 regressions
 ";
         assert_eq!(render(&report, &[]), expected);
+    }
+
+    #[test]
+    fn another_tools_time_for_the_same_launch_is_shown_as_a_ratio() {
+        let mut report = sample_report();
+        report.results[0].baseline = Some(crate::report::BaselineTime {
+            name: "Triton 3.6.0".into(),
+            us: 6.4,
+            note: None,
+        });
+        let out = render(&report, &[]);
+        assert!(
+            out.contains("| pass  | ok · 1.25× Triton 3.6.0 (6.400 µs)\n"),
+            "{out}"
+        );
+        let json = crate::report::json::to_json(&report);
+        assert!(json.contains("\"baseline\": {"), "{json}");
+        let back = crate::report::json::from_json(&json).unwrap();
+        assert_eq!(back.results[0].baseline_ratio(), Some(1.25));
     }
 
     #[test]

@@ -177,7 +177,10 @@ impl DeviceGen {
             Init::Arange,
             Init::Constant { value: 0.1 },
         ];
-        for (dtype, code) in DType::ALL.into_iter().filter_map(|d| Some((d, dtype_code(d)?))) {
+        for (dtype, code) in DType::ALL
+            .into_iter()
+            .filter_map(|d| Some((d, dtype_code(d)?)))
+        {
             for init in &inits {
                 let seed = 0x5EED ^ u64::from(code);
                 let host = generate(dtype, N, init, &[N], seed).map_err(|e| e.to_string())?;

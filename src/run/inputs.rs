@@ -366,10 +366,22 @@ mod tests {
         assert_eq!(e.values, [2.0, -4.0, i32::MAX as f64, 0.0]);
         let v = [2.5, -3.5, 1e12, f64::NAN, -1e30, 300.0];
         assert_eq!(encode(DType::I64, &v).values[..4], [2.0, -4.0, 1e12, 0.0]);
-        assert_eq!(encode(DType::I16, &v).values, [2.0, -4.0, 32767.0, 0.0, -32768.0, 300.0]);
-        assert_eq!(encode(DType::I8, &v).values, [2.0, -4.0, 127.0, 0.0, -128.0, 127.0]);
-        assert_eq!(encode(DType::U8, &v).values, [2.0, 0.0, 255.0, 0.0, 0.0, 255.0]);
-        assert_eq!(encode(DType::Bool, &v).values, [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
+        assert_eq!(
+            encode(DType::I16, &v).values,
+            [2.0, -4.0, 32767.0, 0.0, -32768.0, 300.0]
+        );
+        assert_eq!(
+            encode(DType::I8, &v).values,
+            [2.0, -4.0, 127.0, 0.0, -128.0, 127.0]
+        );
+        assert_eq!(
+            encode(DType::U8, &v).values,
+            [2.0, 0.0, 255.0, 0.0, 0.0, 255.0]
+        );
+        assert_eq!(
+            encode(DType::Bool, &v).values,
+            [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+        );
         assert_eq!(encode(DType::I64, &[-5.0]).bytes, (-5i64).to_le_bytes());
     }
 
@@ -378,7 +390,12 @@ mod tests {
         for dtype in [DType::I64, DType::I16, DType::I8, DType::U8, DType::Bool] {
             let (lo, hi) = dtype.int_range().unwrap();
             let a = gen(dtype, uniform(-1e6, 1e6), 3);
-            assert!(a.values.iter().all(|&x| x >= lo && x <= hi && x.fract() == 0.0), "{dtype}");
+            assert!(
+                a.values
+                    .iter()
+                    .all(|&x| x >= lo && x <= hi && x.fract() == 0.0),
+                "{dtype}"
+            );
             let a = gen(dtype, uniform(0.0, 2.0), 3);
             let ones = a.values.iter().filter(|&&x| x == 1.0).count();
             assert!(a.values.iter().all(|&x| x == 0.0 || x == 1.0), "{dtype}");

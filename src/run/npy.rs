@@ -311,7 +311,9 @@ mod tests {
     fn round_trips_every_written_dtype() {
         let dir = tempfile::tempdir().unwrap();
         let values = [0.0, -1.5, 2.25, 1e3, -7.0, 0.1];
-        let descrs = ["<f4", "<f2", "<f4", "<i4", "<f8", "<i8", "<i2", "|i1", "|u1", "|b1"]; // DType::ALL
+        let descrs = [
+            "<f4", "<f2", "<f4", "<i4", "<f8", "<i8", "<i2", "|i1", "|u1", "|b1",
+        ]; // DType::ALL
         for (dtype, descr) in DType::ALL.into_iter().zip(descrs) {
             let path = dir.path().join(format!("{dtype}.npy"));
             write(&path, &[2, 3], dtype, &values).unwrap();

@@ -144,6 +144,20 @@ pub struct Version {
     pub field: String,
     /// A configuration of a swept version: which one, and its values.
     pub sweep: Option<SweepPoint>,
+    /// Another tool's kernel time for the same launch, to show beside kwb's.
+    pub baseline: Option<Baseline>,
+}
+
+/// Another tool's time for a version's launch: Triton's own kernel, as `kwb capture` recorded
+/// it, say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    /// Who ran it: `Triton 3.6.0`.
+    pub name: String,
+    /// Its time in µs, an expression over the size variables.
+    pub us: Formula,
+    /// How it was measured (the clock, the card).
+    pub note: Option<String>,
 }
 
 /// A tile version's value for one `tl.constexpr` parameter, as the workspace gives it.
@@ -359,6 +373,7 @@ impl Workspace {
                 tolerance: None,
                 field: String::new(),
                 sweep: None,
+                baseline: None,
             }],
             sweeps: Vec::new(),
             spans: SpanIndex::default(),

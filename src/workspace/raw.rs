@@ -122,6 +122,15 @@ pub struct RawTolerance {
     pub atol: Option<f64>,
 }
 
+/// `baseline: {name: "Triton 3.6.0", us: 12.5, note: "..."}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBaseline {
+    pub name: String,
+    pub us: Lit,
+    pub note: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawVersion {
@@ -150,6 +159,9 @@ pub struct RawVersion {
     /// Triton's launch option of the same name: `false` rounds every product and sum on its
     /// own (NVRTC `--fmad=false`) instead of contracting `a * b + c` into a fused multiply-add.
     pub enable_fp_fusion: Option<bool>,
+    /// Another tool's time for the same launch (Triton's, recorded by `kwb capture`), shown
+    /// beside kwb's own.
+    pub baseline: Option<RawBaseline>,
     /// Tile-language versions: values of the kernel's `tl.constexpr` parameters.
     #[serde(default)]
     pub constexprs: IndexMap<String, Lit>,

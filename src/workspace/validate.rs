@@ -578,6 +578,14 @@ impl Validator<'_> {
         let tolerance = rv
             .tolerance
             .and_then(|t| self.tolerance(&format!("{field}.tolerance"), t));
+        let baseline = rv.baseline.as_ref().and_then(|b| {
+            let us = self.formula(&format!("{field}.baseline.us"), &b.us, vars)?;
+            Some(super::Baseline {
+                name: b.name.clone(),
+                us,
+                note: b.note.clone(),
+            })
+        });
         if self.diags.len() > errors_before {
             return None;
         }
@@ -603,6 +611,7 @@ impl Validator<'_> {
             tolerance,
             field,
             sweep: None,
+            baseline,
         })
     }
 

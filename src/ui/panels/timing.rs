@@ -86,6 +86,23 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             .text(buf, " · max ", dim)
             .text(buf, &micros(t.max_us), text);
         row += 2;
+        // Another tool's time for the same launch: Triton's, when `kwb capture` recorded it.
+        if let (Some(b), Some(x)) = (r.baseline.as_ref(), r.baseline_ratio()) {
+            if row < inner.height {
+                let style = if x > 1.05 {
+                    theme.style(Role::Warn)
+                } else {
+                    text
+                };
+                Pen::row(buf, inner, row)
+                    .text(buf, &b.name, dim)
+                    .text(buf, " ", dim)
+                    .text(buf, &micros(b.us), text)
+                    .text(buf, " · kwb ", dim)
+                    .text(buf, &format!("{x:.2}×"), style);
+                row += 1;
+            }
+        }
         if let Some(timer) = t.timer.filter(|_| row < inner.height) {
             clock_line(
                 theme,

@@ -1,0 +1,250 @@
+//! One recorded launch as a workspace: the user's file and kernel, the launch as its one size,
+//! the recorded inputs as `init: {npy: …}`, Triton's own outputs as the reference, and
+//! Triton's time as the version's baseline. Pure: text in, text out, so the layout is a golden.
+
+use super::record::{Arg, ArgKind, Launch, Start, Tensor};
+use crate::workspace::DType;
+use std::fmt::Write as _;
+
+/// Why a launch cannot become a workspace: every reason, each naming the argument.
+pub type Problems = Vec<String>;
+
+/// kwb's dtype for a torch dtype name; `None` for those kwb buffers cannot hold (fp8, complex,
+/// unsigned beyond 8 bits).
+pub fn dtype_of(torch: &str) -> Option<DType> {
+    Some(match torch.trim_start_matches("torch.") {
+        "float32" => DType::F32,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "float64" => DType::F64,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "int16" => DType::I16,
+        "int8" => DType::I8,
+        "uint8" => DType::U8,
+        "bool" => DType::Bool,
+        _ => return None,
+    })
+}
+
+/// What the workspace says about where the launch came from.
+pub struct Origin<'a> {
+    /// The program, as the user ran it.
+    pub command: &'a str,
+    pub start: &'a Start,
+}
+
+/// The workspace text for `launch`, or every reason it cannot be one.
+pub fn workspace(launch: &Launch, origin: &Origin) -> Result<String, Problems> {
+    let mut problems = launch.problems.clone();
+    let mut buffers = String::new();
+    let mut reference = String::new();
+    let mut args = Vec::new();
+    for (i, a) in launch.args.iter().enumerate() {
+        let at = || format!("argument {i} (`{}`)", a.name);
+        match &a.kind {
+            ArgKind::Tensor(t) => match buffer(a, t) {
+                Ok((line, out)) => {
+                    buffers += &line;
+                    if let Some(out) = out {
+                        let _ = writeln!(reference, "    {}: {}", a.name, quoted(&out));
+                    }
+                    args.push(a.name.clone());
+                }
+                Err(why) => problems.push(format!("{}: {why}", at())),
+            },
+            ArgKind::Int { value } => args.push(value.to_string()),
+            ArgKind::Bool { value } => args.push(u8::from(*value).to_string()),
+            ArgKind::Float { value } => match float_literal(value) {
+                Some(f) => args.push(f),
+                None => problems.push(format!(
+                    "{}: the float {value}, which kwb cannot pass",
+                    at()
+                )),
+            },
+            ArgKind::None => args.push("None".into()),
+            ArgKind::Other { type_name } => {
+                problems.push(format!("{}: a `{type_name}`, which kwb cannot pass", at()))
+            }
+        }
+    }
+    let mut constexprs = Vec::new();
+    for (name, v) in &launch.constexprs {
+        match constexpr_literal(v) {
+            Some(text) => constexprs.push(format!("{name}: {text}")),
+            None => problems.push(format!("constexpr `{name}`: {v}, which kwb cannot take")),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        problems.dedup();
+        return Err(problems);
+    }
+
+    let mut y = String::new();
+    let line = launch.line.map(|l| format!(":{l}")).unwrap_or_default();
+    let _ = writeln!(
+        y,
+        "# Recorded by `kwb capture` from `{}`: launch {} of `{}` ({}{line}).",
+        origin.command.replace('\n', " "),
+        launch.launch_index,
+        launch.kernel,
+        launch.file.display()
+    );
+    let _ = writeln!(
+        y,
+        "# The inputs are the program's own; the reference is what Triton's kernel wrote."
+    );
+    if let Some(s) = launch.num_stages.filter(|&s| s != 3) {
+        let _ = writeln!(
+            y,
+            "# Triton launched it with num_stages={s}; kwb pipelines loops 3 deep unless \
+             `tl.range(..., num_stages=)` says otherwise."
+        );
+    }
+    let _ = writeln!(y, "name: {}", quoted(&launch.kernel));
+    let _ = writeln!(y, "sizes:\n  - {{name: {}}}", quoted(&size_name(launch)));
+    let _ = writeln!(y, "buffers:\n{buffers}");
+    if reference.is_empty() {
+        y += "# The launch changed none of its tensors: there is nothing to check.\n";
+    } else {
+        let _ = writeln!(y, "reference:\n  npy:\n{reference}");
+    }
+    let _ = writeln!(y, "versions:\n  triton:");
+    let _ = writeln!(
+        y,
+        "    file: {}",
+        quoted(&launch.file.display().to_string())
+    );
+    let _ = writeln!(y, "    entry: {}", launch.kernel);
+    let grid: Vec<String> = (0..3)
+        .map(|d| launch.grid.get(d).copied().unwrap_or(1).to_string())
+        .collect();
+    let _ = writeln!(y, "    grid: [{}]", grid.join(", "));
+    let _ = writeln!(y, "    num_warps: {}", launch.num_warps);
+    if !constexprs.is_empty() {
+        let _ = writeln!(y, "    constexprs:");
+        for c in &constexprs {
+            let _ = writeln!(y, "      {c}");
+        }
+    }
+    let _ = writeln!(y, "    args: [{}]", args.join(", "));
+    if let Some(us) = launch.triton_us.filter(|u| u.is_finite() && *u > 0.0) {
+        let name = match &origin.start.triton_version {
+            Some(v) => format!("Triton {v}"),
+            None => "Triton".into(),
+        };
+        let note = format!(
+            "CUPTI kernel records through torch.profiler, L2 flushed before each of {} samples{}",
+            launch.triton_samples.unwrap_or(0),
+            origin
+                .start
+                .device
+                .as_ref()
+                .map(|d| format!(", {d}"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            y,
+            "    baseline: {{name: {}, us: {us}, note: {}}}",
+            quoted(&name),
+            quoted(&note)
+        );
+    }
+    Ok(y)
+}
+
+/// A buffer's YAML line, and the file of its expected contents when the launch changed it.
+fn buffer(a: &Arg, t: &Tensor) -> Result<(String, Option<String>), String> {
+    let dtype = dtype_of(&t.dtype).ok_or_else(|| format!("a {} tensor", t.dtype))?;
+    if t.span == 0 {
+        return Err("an empty tensor".into());
+    }
+    let input = t
+        .input
+        .as_ref()
+        .ok_or("its contents were not recorded (see the capture's messages)")?;
+    let output = match (t.changed, &t.output) {
+        (true, None) => return Err("its contents after the launch were not recorded".into()),
+        (true, Some(o)) => Some(o.clone()),
+        (false, _) => None,
+    };
+    let line = format!(
+        "  {}: {{dtype: {dtype}, shape: [{}], init: {{npy: {}}}{}}}\n",
+        a.name,
+        t.span,
+        quoted(input),
+        if output.is_some() {
+            ", output: true"
+        } else {
+            ""
+        }
+    );
+    Ok((line, output))
+}
+
+/// The size's name: the first tensor's shape and dtype, `x 4096x8192 bf16`.
+fn size_name(launch: &Launch) -> String {
+    let first = launch.args.iter().find_map(|a| match &a.kind {
+        ArgKind::Tensor(t) => Some((a, t)),
+        _ => None,
+    });
+    match first {
+        Some((a, t)) => {
+            let dims: Vec<String> = t.shape.iter().map(u64::to_string).collect();
+            let dtype = dtype_of(&t.dtype).map_or(t.dtype.clone(), |d| d.to_string());
+            format!("{} {} {dtype}", a.name, dims.join("x"))
+        }
+        None => "captured".into(),
+    }
+}
+
+/// A float argument as an expression kwb types as a float (`2.0`, not `2`); `None` for inf and
+/// NaN, which a workspace cannot write.
+fn float_literal(v: &serde_json::Value) -> Option<String> {
+    let f = v.as_f64()?;
+    if !f.is_finite() {
+        return None;
+    }
+    let s = format!("{f:?}");
+    Some(if s.contains(['.', 'e', 'E']) {
+        s
+    } else {
+        format!("{s}.0")
+    })
+}
+
+/// A recorded constexpr as the workspace writes it: a number, a quoted Python string, a dtype
+/// or `None`.
+fn constexpr_literal(v: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    Some(match v {
+        Value::Null => "None".into(),
+        Value::Bool(b) => if *b { "true" } else { "false" }.into(),
+        Value::Number(n) if n.is_f64() => float_literal(v)?,
+        Value::Number(n) => n.to_string(),
+        Value::Object(o) => match (o.get("str"), o.get("dtype")) {
+            (Some(Value::String(s)), None) if !s.contains('\'') => quoted(&format!("'{s}'")),
+            (Some(Value::String(s)), None) if !s.contains('"') => quoted(&format!("\"{s}\"")),
+            (None, Some(Value::String(d))) => format!("tl.{}", triton_dtype(d)),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// `tl.`'s name for a Triton dtype the hook records by its short name (`fp16`, `bf16`).
+fn triton_dtype(short: &str) -> &str {
+    match short {
+        "fp16" => "float16",
+        "bf16" => "bfloat16",
+        "fp32" => "float32",
+        "fp64" => "float64",
+        other => other,
+    }
+}
+
+/// A YAML double-quoted scalar (JSON's escaping is YAML's).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
