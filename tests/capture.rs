@@ -70,7 +70,8 @@ pick_rows[(7,)](a, lab, o, keep, a.stride(0), 33, 0.5, ACT="relu", OUT_DTYPE=tl.
 z = torch.randn(300)
 scale_in_place[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](z, 300)
 if "--alias" in sys.argv:
-    add_kernel[(1,)](x, x, x, 16, BLOCK=16)
+    add_kernel[(1,)](x, x, x, 16, BLOCK=16)  # in place: one buffer, passed three times
+    add_kernel[(1,)](x[:32], x[16:48], out, 32, BLOCK=32)  # views that overlap in part
 if "--fail" in sys.argv:
     raise RuntimeError("the program's own failure")
 print("program done")
@@ -222,10 +223,11 @@ fn failures_are_reported_and_nothing_of_the_users_is_touched() {
     );
     assert!(s.dir.path().join("fail/add_kernel.yaml").exists());
 
-    // Arguments that share memory cannot be separate kwb buffers: said, with where.
+    // The same memory passed twice is one buffer passed twice; views that overlap in part
+    // cannot be separate kwb buffers: said, with where.
     let out = s.capture(
         "alias",
-        &["--max-per-kernel", "2"],
+        &["--max-per-kernel", "3"],
         &["python3", "prog.py", "--alias"],
     );
     let err = text(&out.stderr);
@@ -234,7 +236,15 @@ fn failures_are_reported_and_nothing_of_the_users_is_touched() {
         err.contains("`add_kernel` was not written as a workspace"),
         "{err}"
     );
-    assert!(err.contains("share memory"), "{err}");
+    assert!(
+        err.contains("arguments 0 (`x_ptr`) and 1 (`y_ptr`) share memory"),
+        "{err}"
+    );
+    let in_place = s.dir.path().join("alias/add_kernel-2.yaml");
+    let ws = std::fs::read_to_string(&in_place).unwrap();
+    assert!(ws.contains("args: [x_ptr, x_ptr, x_ptr, 16]"), "{ws}");
+    let r = batch_cpu(&in_place, "auto");
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stdout));
 
     // No launches at all, and launches all over the byte cap.
     std::fs::write(

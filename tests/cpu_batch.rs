@@ -224,3 +224,36 @@ fn a_false_tl_assume_is_a_finding_with_its_line() {
     assert_eq!((f.line, f.cta), (Some(8), Some([1, 0, 0])), "{f}");
     assert!(f.message.contains("`tl.assume`"), "{f}");
 }
+
+/// Library idioms that kwb once refused: a libdevice function imported inside a top-level
+/// `try`/`except` (liger-kernel's), and a layout change of 64 KiB, past the 48 KiB of static
+/// shared memory (now dynamic, as Triton places it). Both engines, checked against the
+/// reference.
+#[test]
+fn conditional_imports_and_shared_memory_past_48_kib() {
+    support::assert_cpu_batch_passes("tests/fixtures/big_smem/big_smem.yaml", 2);
+}
+
+/// Branches of a top-level `if` that bind a name to different things: kwb cannot know which
+/// one Python runs, so a kernel using the name is an error that says so, never a guess.
+#[test]
+fn a_name_imported_differently_in_two_branches_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.py");
+    std::fs::write(
+        &file,
+        "import triton\nimport triton.language as tl\nimport os\n\
+         if os.environ.get('FAST'):\n    from triton.language.extra.libdevice import exp as f\n\
+         else:\n    from triton.language.extra.libdevice import log as f\n\n\
+         @triton.jit\ndef k(x_ptr, B: tl.constexpr):\n    o = tl.arange(0, B)\n    \
+         tl.store(x_ptr + o, f(tl.load(x_ptr + o)))\n",
+    )
+    .unwrap();
+    let (code, _, err) =
+        support::run_kwb(&["inspect", file.to_str().unwrap(), "--constexpr", "B=64"]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("`f` is bound differently in the branches of a top-level `if`/`try`"),
+        "{err}"
+    );
+}

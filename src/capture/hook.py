@@ -364,6 +364,7 @@ class _Capture:
             else:
                 snapshots.append((i, t, span, entry))
         problems += _overlaps(snapshots)
+        snapshots = [s for s in snapshots if "alias_of" not in s[3]]
         needed = sum(span * (4 if t.dtype == torch.bfloat16 else t.element_size()) + 128
                      for _, t, span, _ in snapshots)
         if needed > self.sink.bytes_left():
@@ -474,11 +475,21 @@ def _constexpr_json(v, name, problems, tl_dtype):
 
 
 def _overlaps(snapshots):
-    """kwb gives every buffer its own memory, so arguments that share memory cannot be rebuilt."""
-    ranges = [(i, entry["name"], t.data_ptr(), t.data_ptr() + span * t.element_size())
+    """Arguments that share memory. The same memory passed twice (same address, dtype and span:
+    an in-place update, `dX` written over `dY`) becomes one kwb buffer passed twice, marked with
+    `alias_of` on the later argument; any other overlap cannot be rebuilt and is a problem."""
+    ranges = [(i, entry["name"], t.data_ptr(), t.data_ptr() + span * t.element_size(), t.dtype, entry)
               for i, t, span, entry in snapshots if span > 0]
-    return [f"arguments {a[0]} (`{a[1]}`) and {b[0]} (`{b[1]}`) share memory"
-            for n, a in enumerate(ranges) for b in ranges[n + 1:] if a[2] < b[3] and b[2] < a[3]]
+    problems = []
+    for n, b in enumerate(ranges):
+        for a in ranges[:n]:
+            if not (a[2] < b[3] and b[2] < a[3]):
+                continue
+            if a[2] == b[2] and a[3] == b[3] and a[4] == b[4] and "alias_of" not in b[5]:
+                b[5]["alias_of"] = a[5].get("alias_of", a[0])
+            elif "alias_of" not in b[5] or b[5]["alias_of"] != a[5].get("alias_of", a[0]):
+                problems.append(f"arguments {a[0]} (`{a[1]}`) and {b[0]} (`{b[1]}`) share memory")
+    return problems
 
 
 # -- wiring into Triton ------------------------------------------------------------------------

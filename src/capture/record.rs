@@ -130,6 +130,9 @@ pub struct Tensor {
     pub output: Option<String>,
     #[serde(default)]
     pub changed: bool,
+    /// The same memory as an earlier argument (its index): one buffer, passed twice.
+    #[serde(default)]
+    pub alias_of: Option<usize>,
 }
 
 /// Every record of a capture folder, in file-name order (one file per process), each line

@@ -43,6 +43,12 @@ pub fn workspace(launch: &Launch, origin: &Origin) -> Result<String, Problems> {
     for (i, a) in launch.args.iter().enumerate() {
         let at = || format!("argument {i} (`{}`)", a.name);
         match &a.kind {
+            ArgKind::Tensor(Tensor {
+                alias_of: Some(j), ..
+            }) => match launch.args.get(*j) {
+                Some(first) if *j < i => args.push(first.name.clone()),
+                _ => problems.push(format!("{}: the same memory as argument {j}", at())),
+            },
             ArgKind::Tensor(t) => match buffer(a, t) {
                 Ok((line, out)) => {
                     buffers += &line;
@@ -109,6 +115,14 @@ pub fn workspace(launch: &Launch, origin: &Origin) -> Result<String, Problems> {
         y += "# The launch changed none of its tensors: there is nothing to check.\n";
     } else {
         let _ = writeln!(y, "reference:\n  npy:\n{reference}");
+        if let Some((rtol, atol)) = tolerance(launch) {
+            let _ = writeln!(
+                y,
+                "# fp32 sums and atomics round by the order of their additions, which kwb's \
+                 code and Triton's need not share; one tolerance serves every output, the \
+                 loosest of their dtypes'.\ntolerance: {{rtol: {rtol:e}, atol: {atol:e}}}\n"
+            );
+        }
     }
     let _ = writeln!(y, "versions:\n  triton:");
     let _ = writeln!(
@@ -183,6 +197,34 @@ fn buffer(a: &Arg, t: &Tensor) -> Result<(String, Option<String>), String> {
     Ok((line, output))
 }
 
+/// The workspace's tolerance, when the outputs' own defaults will not do: an fp32 (or fp64)
+/// output gets rtol 1e-3 (Triton's sums in another order), and with outputs of several dtypes
+/// the loosest of each bound, since a workspace has one tolerance for all its outputs.
+fn tolerance(launch: &Launch) -> Option<(f64, f64)> {
+    let outs: Vec<DType> = (launch.args.iter())
+        .filter_map(|a| match &a.kind {
+            ArgKind::Tensor(t) if t.changed => dtype_of(&t.dtype),
+            _ => None,
+        })
+        .collect();
+    let wide = outs.iter().any(|d| matches!(d, DType::F32 | DType::F64));
+    let mixed = outs.windows(2).any(|w| w[0] != w[1]);
+    if !wide && !mixed {
+        return None;
+    }
+    outs.iter()
+        .map(|&d| {
+            let t = crate::run::check::default_tolerance(d);
+            let rtol = if matches!(d, DType::F32 | DType::F64) {
+                t.rtol.max(1e-3)
+            } else {
+                t.rtol
+            };
+            (rtol, t.atol)
+        })
+        .reduce(|a, b| (a.0.max(b.0), a.1.max(b.1)))
+}
+
 /// The size's name: the first tensor's shape and dtype, `x 4096x8192 bf16`.
 fn size_name(launch: &Launch) -> String {
     let first = launch.args.iter().find_map(|a| match &a.kind {
@@ -247,4 +289,110 @@ fn triton_dtype(short: &str) -> &str {
 /// A YAML double-quoted scalar (JSON's escaping is YAML's).
 fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::record::Record;
+
+    fn launch(args: &str) -> Launch {
+        let line = format!(
+            r#"{{"type": "launch", "kernel": "k", "file": "/p/k.py", "line": 7, "num_warps": 8,
+            "num_stages": 4, "grid": [12, 3], "launch_index": 2, "triton_us": 12.5,
+            "triton_samples": 20, "constexprs": {{"BLOCK": 1024, "ACT": {{"str": "gelu"}},
+            "DT": {{"dtype": "bf16"}}, "B": null, "EPS": 1e-6}}, "args": [{args}]}}"#
+        );
+        match serde_json::from_str::<Record>(&line.replace('\n', " ")).unwrap() {
+            Record::Launch(l) => *l,
+            _ => panic!("not a launch"),
+        }
+    }
+
+    fn tensor(name: &str, dtype: &str, changed: bool) -> String {
+        let out = if changed {
+            format!("\"{name}.out.npy\"")
+        } else {
+            "null".into()
+        };
+        format!(
+            r#"{{"name": "{name}", "kind": "tensor", "dtype": "{dtype}", "shape": [4, 8],
+            "strides": [8, 1], "span": 32, "input": "{name}.npy", "output": {out},
+            "changed": {changed}}}"#
+        )
+    }
+
+    fn start() -> Start {
+        Start {
+            triton_version: Some("3.6.0".into()),
+            device: Some("NVIDIA H100 80GB HBM3".into()),
+            ..Start::default()
+        }
+    }
+
+    #[test]
+    fn a_launch_becomes_a_workspace_with_its_inputs_reference_and_baseline() {
+        let args = [
+            tensor("x", "bfloat16", false),
+            tensor("y", "bfloat16", true),
+            tensor("m", "float32", true),
+            r#"{"name": "n", "kind": "int", "value": 32}"#.into(),
+            r#"{"name": "s", "kind": "float", "value": 2}"#.into(),
+            r#"{"name": "f", "kind": "bool", "value": true}"#.into(),
+            r#"{"name": "b", "kind": "none"}"#.into(),
+            r#"{"name": "y2", "kind": "tensor", "dtype": "bfloat16", "span": 32, "alias_of": 1}"#
+                .into(),
+        ];
+        let start = start();
+        let origin = Origin {
+            command: "python3 train.py",
+            start: &start,
+        };
+        let y = workspace(&launch(&args.join(", ")), &origin).unwrap();
+        for want in [
+            "from `python3 train.py`: launch 2 of `k` (/p/k.py:7)",
+            "num_stages=4",
+            "  - {name: \"x 4x8 bf16\"}",
+            "  x: {dtype: bf16, shape: [32], init: {npy: \"x.npy\"}}\n",
+            "  y: {dtype: bf16, shape: [32], init: {npy: \"y.npy\"}, output: true}\n",
+            "    y: \"y.out.npy\"\n    m: \"m.out.npy\"\n",
+            // bf16 and fp32 outputs: the loosest bound of each.
+            "tolerance: {rtol: 1.6e-2, atol: 1e-2}",
+            "    grid: [12, 3, 1]\n    num_warps: 8\n",
+            // in name order (the record's JSON object keeps no order)
+            "      ACT: \"'gelu'\"\n      B: None\n      BLOCK: 1024\n      DT: tl.bfloat16\n      EPS: 1e-6\n",
+            "    args: [x, y, m, 32, 2.0, 1, None, y]\n",
+            "baseline: {name: \"Triton 3.6.0\", us: 12.5, note: \"CUPTI kernel records through \
+             torch.profiler, L2 flushed before each of 20 samples, NVIDIA H100 80GB HBM3\"}",
+        ] {
+            assert!(y.contains(want), "no `{want}` in\n{y}");
+        }
+        let only_bf16 = workspace(&launch(&tensor("y", "bfloat16", true)), &origin).unwrap();
+        assert!(!only_bf16.contains("tolerance:"), "{only_bf16}");
+        let f32 = workspace(&launch(&tensor("y", "float32", true)), &origin).unwrap();
+        assert!(f32.contains("tolerance: {rtol: 1e-3, atol: 1e-5}"), "{f32}");
+    }
+
+    #[test]
+    fn what_kwb_cannot_take_is_every_reason_named() {
+        let args = [
+            tensor("q", "float8_e4m3fn", false),
+            r#"{"name": "d", "kind": "other", "type": "TensorDescriptor"}"#.into(),
+            r#"{"name": "s", "kind": "float", "value": "inf"}"#.into(),
+        ];
+        let start = start();
+        let origin = Origin {
+            command: "p",
+            start: &start,
+        };
+        let e = workspace(&launch(&args.join(", ")), &origin).unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "argument 0 (`q`): a float8_e4m3fn tensor",
+                "argument 1 (`d`): a `TensorDescriptor`, which kwb cannot pass",
+                "argument 2 (`s`): the float \"inf\", which kwb cannot pass",
+            ]
+        );
+    }
 }

@@ -55,6 +55,11 @@ pub struct DeviceGen {
     grid: u32,
 }
 
+/// Whether the draw kernel makes buffers of `dtype` (the others are drawn on the host).
+pub fn draws_on_device(dtype: DType) -> bool {
+    dtype_code(dtype).is_some()
+}
+
 /// The kernel's number for a dtype (see `kwb_store` in `devgen.cu.in`); `None` for the ones
 /// it does not draw (the narrow and 64-bit integers, bool), which the host draws and uploads.
 fn dtype_code(d: DType) -> Option<u32> {

@@ -232,6 +232,10 @@ pub struct Import {
     pub names: Vec<(String, Option<String>)>,
     pub from: bool,
     pub span: Span,
+    /// Inside a top-level `if`/`try`/... block (`try: from a import f` / `except: from b
+    /// import f`): Python runs one branch, so kwb takes the name only when every such import
+    /// binds it to the same thing.
+    pub conditional: bool,
 }
 
 /// A name bound at the top level of a file, other than by `def` or `import`.

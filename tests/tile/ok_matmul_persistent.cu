@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
 {
     const int kwb_tid = threadIdx.x;
     const int kwb_wg = kwb_warpgroup();
-    // the rings (216064 bytes) in dynamic shared memory: the launch passes that size
+    // 216064 bytes in dynamic shared memory (rings 216064, dots 0, layout changes 0, reductions 0): the launch passes that size
     extern __shared__ __align__(128) unsigned char kwb_dyn[];
     unsigned char* const kwb_ring = kwb_dyn + ((0u - kwb_smem(kwb_dyn)) & 1023u);
     int pid_6;

@@ -279,6 +279,15 @@ fn table(
                             }
                         }
                     };
+                    // An import inside a top-level `if`/`try`: Python binds the name from one
+                    // branch only, so the branches (and any earlier binding) must agree.
+                    let b = match t.get(&bound) {
+                        Some(old) if imp.conditional && *old != b => Binding::Foreign(
+                            imp.span,
+                            format!("`{bound}` is bound differently in the branches of a top-level `if`/`try`, and kwb cannot tell which one Python runs"),
+                        ),
+                        _ => b,
+                    };
                     t.insert(bound, b);
                 }
             }

@@ -26,7 +26,9 @@ impl Writer<'_> {
         // wgmma's operands must sit on 1024-byte boundaries of the shared window: the rings
         // get 1024 bytes more and start at the first such boundary inside.
         let slack = ring_slack(self.ring_align);
-        let dynamic = self.ring_bytes > 0 && fixed + self.ring_bytes + slack > SMEM_LIMIT;
+        // Above 48 KiB in all, everything goes to dynamic shared memory (up to the opt-in
+        // limit, 227 KiB on sm_90), as Triton places it: the rings first, then the rest.
+        let dynamic = fixed + self.ring_bytes + slack > SMEM_LIMIT;
         if fixed > SMEM_LIMIT && self.dot_sites.iter().any(|d| *d) {
             // The dots' second copies took too much: write it again with one copy each.
             let mut again = Writer::new(k, self.target);
@@ -96,12 +98,14 @@ impl Writer<'_> {
         if self.uses_warpgroup {
             head.push_str("    const int kwb_wg = kwb_warpgroup();\n");
         }
-        if fixed > SMEM_LIMIT {
+        if fixed > SMEM_OPTIN_LIMIT {
             let _ = writeln!(
                 head,
                 "#error \"kwb tile: kernel `{}` needs {} bytes of shared memory for dots, layout \
-                 changes and reductions, above the 48 KiB a program gets (use smaller tiles)\"",
-                k.name, fixed
+                 changes and reductions, above the {} KiB a program may have (use smaller tiles)\"",
+                k.name,
+                fixed,
+                SMEM_OPTIN_LIMIT / 1024
             );
         }
         let ring_decl = |head: &mut String, base: &str| {
@@ -115,14 +119,40 @@ impl Writer<'_> {
                 let _ = writeln!(head, "    unsigned char* const kwb_ring = {base};");
             }
         };
+        // In dynamic shared memory, the other buffers follow the rings at 16-byte boundaries.
+        let mut dynamic_bytes = self.ring_bytes + slack;
+        let mut carve = |head: &mut String, name: &str, bytes: u64| {
+            let off = dynamic_bytes.next_multiple_of(16);
+            let _ = writeln!(head, "    unsigned char* const {name} = kwb_dyn + {off};");
+            dynamic_bytes = off + bytes;
+        };
         if dynamic {
             let _ = writeln!(
                 head,
-                "    // the rings ({} bytes) in dynamic shared memory: the launch passes that size",
-                self.ring_bytes + slack
+                "    // {} bytes in dynamic shared memory (rings {}, dots {}, layout changes {}, \
+                 reductions {}): the launch passes that size",
+                (self.ring_bytes + slack).next_multiple_of(16)
+                    + self.dot_bytes.next_multiple_of(16)
+                    + self.scratch_bytes.next_multiple_of(16)
+                    + self.site_bytes,
+                self.ring_bytes + slack,
+                self.dot_bytes,
+                self.scratch_bytes,
+                self.site_bytes
             );
             head.push_str("    extern __shared__ __align__(128) unsigned char kwb_dyn[];\n");
-            ring_decl(&mut head, "kwb_dyn");
+            if self.ring_bytes > 0 {
+                ring_decl(&mut head, "kwb_dyn");
+            }
+            for (name, bytes) in [
+                ("kwb_dot", self.dot_bytes),
+                ("kwb_scratch", self.scratch_bytes),
+                ("kwb_red", self.site_bytes),
+            ] {
+                if bytes > 0 {
+                    carve(&mut head, name, bytes);
+                }
+            }
         } else if self.ring_bytes > 0 {
             let name = if slack > 0 {
                 "kwb_ring_raw"
@@ -136,7 +166,7 @@ impl Writer<'_> {
             );
             ring_decl(&mut head, name);
         }
-        if self.dot_bytes > 0 {
+        if self.dot_bytes > 0 && !dynamic {
             let _ = writeln!(
                 head,
                 "    __shared__ __align__(16) unsigned char kwb_dot[{}];",
@@ -148,14 +178,14 @@ impl Writer<'_> {
                 let _ = writeln!(head, "    int kwb_dotbuf_{i} = 0;");
             }
         }
-        if self.scratch_bytes > 0 {
+        if self.scratch_bytes > 0 && !dynamic {
             let _ = writeln!(
                 head,
                 "    __shared__ __align__(16) unsigned char kwb_scratch[{}];",
                 self.scratch_bytes
             );
         }
-        if self.site_bytes > 0 {
+        if self.site_bytes > 0 && !dynamic {
             let _ = writeln!(
                 head,
                 "    __shared__ __align__(16) unsigned char kwb_red[{}];",
@@ -174,7 +204,7 @@ impl Writer<'_> {
         head.push_str("}\n");
         WrittenKernel {
             cuda: head,
-            dynamic_shared: if dynamic { self.ring_bytes + slack } else { 0 },
+            dynamic_shared: if dynamic { dynamic_bytes } else { 0 },
             arch_specific: self.arch_specific,
             helpers: self.helpers,
             tensor_maps: self.tensor_maps,

@@ -88,6 +88,7 @@ impl Parser<'_> {
     /// each name written just before `=` outside brackets (not a keyword argument).
     pub(super) fn opaque_assignments(&mut self, start: usize, m: &mut Module) {
         let end = self.pos.min(self.toks.len());
+        self.conditional_imports(start, end, m);
         let mut depth = 0i32;
         for w in self.toks[start..end].windows(2) {
             match &w[0].tok {
@@ -109,6 +110,32 @@ impl Parser<'_> {
                 });
             }
         }
+    }
+}
+
+impl Parser<'_> {
+    /// The imports that start a line inside the top-level block `start..end` (already
+    /// skipped), kept as conditional: `try: from a import f` / `except ...: from b import f`.
+    fn conditional_imports(&mut self, start: usize, end: usize, m: &mut Module) {
+        let (pos, errors) = (self.pos, self.errors.len());
+        for i in start..end {
+            let line_start = i == start
+                || matches!(
+                    self.toks[i - 1].tok,
+                    Tok::Newline | Tok::Indent | Tok::Dedent | Tok::Op(":")
+                );
+            if !line_start || !matches!(self.toks[i].tok, Tok::Kw("import" | "from")) {
+                continue;
+            }
+            self.pos = i;
+            if let Ok(mut imp) = self.import() {
+                imp.conditional = true;
+                self.regions.push(imp.span);
+                m.imports.push(imp);
+            }
+            self.errors.truncate(errors);
+        }
+        self.pos = pos;
     }
 }
 

@@ -433,6 +433,7 @@ impl<'t> Parser<'t> {
             names,
             from,
             span,
+            conditional: false,
         })
     }
 }
