@@ -440,7 +440,10 @@ class _Capture:
             flush = self.flush_buffer(torch, device)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(self.reps):
-                    flush.zero_()  # so every sample starts with a cold L2
+                    # Every sample starts with a cold L2 of clean lines, as kwb's own timing does:
+                    # a read of twice the L2 (a memset would leave dirty lines whose write-back
+                    # the timed kernel pays, 10-17% on a short one; src/run/flush.rs).
+                    torch.sum(flush, 0, dtype=torch.int32, out=self.flush_sink(torch, device))
                     plan["original"](plan["fn_obj"], *call_args, **call_kwargs)
                 torch.cuda.synchronize()
             kernels = [e for e in prof.events() if "CPU" not in str(getattr(e, "device_type", "CPU"))]
@@ -449,11 +452,17 @@ class _Capture:
             raise RuntimeError(f"the profiler saw no kernel named {name}")
         return statistics.median(e.time_range.elapsed_us() for e in matched), len(matched)
 
+    def flush_sink(self, torch, device):
+        key = ("sink", device)
+        if key not in self.flush_buffers:
+            self.flush_buffers[key] = torch.zeros((), dtype=torch.int32, device=device)
+        return self.flush_buffers[key]
+
     def flush_buffer(self, torch, device):
         if device not in self.flush_buffers:
             l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0
             size = 2 * l2 if l2 > 0 else 256 << 20
-            self.flush_buffers[device] = torch.empty(size, dtype=torch.uint8, device=device)
+            self.flush_buffers[device] = torch.zeros(size // 4, dtype=torch.int32, device=device)
         return self.flush_buffers[device]
 
 

@@ -90,6 +90,20 @@ impl Ck<'_> {
                     Val::DType(t) => t,
                     _ => super::scan::sum_dtype(d),
                 };
+                if matches!(out, Scalar::F16 | Scalar::BF16) {
+                    // Compiled Triton (3.6 to 3.9, sm_90) adds in the 16-bit type: its LLVM IR
+                    // has `fadd bfloat` in the reduction, every partial sum rounded.
+                    self.warning(
+                        span,
+                        format!(
+                            "Triton adds the partial sums of this {0} `tl.sum` in {0}, rounding \
+                             each; kwb adds them in fp32 and rounds once, so the results can \
+                             differ (kwb's is the more accurate); `dtype=tl.float32`, or `.to(tl.float32)` \
+                             before the sum, makes both add in fp32",
+                            out.triton_name()
+                        ),
+                    );
+                }
                 (ReduceOp::Sum, out, self.cast(x, out))
             }
             "max" => (ReduceOp::Max, d, x),
