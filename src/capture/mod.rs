@@ -53,6 +53,9 @@ pub struct Outcome {
     pub program: program::Ended,
     pub start: Option<Start>,
     pub written: Vec<Written>,
+    /// Workspaces whose launch changed none of its tensors (the kernel wrote what was already
+    /// there, e.g. a second launch on the same data): kwb cannot tell its outputs.
+    pub unchecked: Vec<PathBuf>,
     /// Launches that cannot be workspaces: the kernel and every reason.
     pub refused: Vec<(String, Vec<String>)>,
     /// The `--max-bytes` cap: kernels not recorded because of it.
@@ -80,6 +83,7 @@ pub fn capture(o: &Options) -> Result<Outcome, CaptureError> {
         program: ended,
         start: None,
         written: Vec::new(),
+        unchecked: Vec::new(),
         refused: Vec::new(),
         over_limit: Vec::new(),
         hook_errors: bad,
@@ -125,6 +129,9 @@ pub fn capture(o: &Options) -> Result<Outcome, CaptureError> {
                 let name = file_name(&l.kernel, &taken);
                 taken.push(name.clone());
                 let path = o.out.join(&name);
+                if !text.contains("\nreference:") {
+                    out.unchecked.push(path.clone());
+                }
                 std::fs::write(&path, text).map_err(|e| CaptureError::Io(path.clone(), e))?;
                 out.written.push(Written {
                     path,

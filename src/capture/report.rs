@@ -24,6 +24,13 @@ pub fn render(o: &Outcome, out_dir: &std::path::Path) -> (String, String, i32) {
             let _ = writeln!(err, "  {p}");
         }
     }
+    for p in &o.unchecked {
+        let _ = writeln!(
+            err,
+            "warning: {}: the launch changed none of its tensors (it wrote what was already there), so kwb cannot tell its outputs; mark them `output: true` and give a reference to check it",
+            p.display()
+        );
+    }
     for k in &o.over_limit {
         let _ = writeln!(
             err,
