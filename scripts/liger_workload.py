@@ -571,18 +571,23 @@ def op_llama4_rope(e):
 # --------------------------------------------------------------------------------------------------
 
 
-@op("swiglu", "liger_kernel.transformers.LigerSwiGLUMLP (LigerSiLUMulFunction)")
-def op_swiglu(e):
-    from liger_kernel.transformers import LigerSwiGLUMLP
-
-    cfg = e.config(hidden_size=e.H, intermediate_size=e.I, hidden_act="silu")
-    mlp = e.module(LigerSwiGLUMLP(cfg), e.act)
+def mlp_op(e, cls, hidden_act):
+    """A liger MLP module (`cls`) forward and backward on one batch of activations."""
+    cfg = e.config(hidden_size=e.H, intermediate_size=e.I, hidden_act=hidden_act)
+    mlp = e.module(cls(cfg), e.act)
     x = e.randn(e.B, e.T, e.H, dtype=e.act, grad=True)
 
     def run():
         backward(mlp(x))
 
     return run
+
+
+@op("swiglu", "liger_kernel.transformers.LigerSwiGLUMLP (LigerSiLUMulFunction)")
+def op_swiglu(e):
+    from liger_kernel.transformers import LigerSwiGLUMLP
+
+    return mlp_op(e, LigerSwiGLUMLP, "silu")
 
 
 @op("fused_gate_up_swiglu", "liger_kernel.ops.LigerFusedGateUpSiLUMulFunction (Megatron linear_fc1 layout)")
@@ -601,14 +606,7 @@ def op_fused_gate_up_swiglu(e):
 def op_geglu(e):
     from liger_kernel.transformers import LigerGEGLUMLP
 
-    cfg = e.config(hidden_size=e.H, intermediate_size=e.I, hidden_act="gelu_pytorch_tanh")
-    mlp = e.module(LigerGEGLUMLP(cfg), e.act)
-    x = e.randn(e.B, e.T, e.H, dtype=e.act, grad=True)
-
-    def run():
-        backward(mlp(x))
-
-    return run
+    return mlp_op(e, LigerGEGLUMLP, "gelu_pytorch_tanh")
 
 
 @op("relu_squared", "liger_kernel.transformers.LigerReLUSquared (LigerReLUSquaredFunction)")
