@@ -217,6 +217,8 @@ fn corpus() -> Vec<String> {
         "kernels/softmax/v8_chunked.tile".to_string(),
         "kernels/matmul/v4.tile".to_string(),
         "kernels/matmul/v7.tile".to_string(),
+        // imports inside a top-level try (a library's idiom) and a 64 KiB layout change
+        "tests/fixtures/big_smem/kernels.py".to_string(),
     ];
     let mut fixtures: Vec<String> = std::fs::read_dir("tests/tile")
         .map(|d| {

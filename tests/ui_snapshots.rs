@@ -556,6 +556,24 @@ fn clocked_app() -> App {
     app
 }
 
+/// A captured workspace's baseline: Triton's time for the same launch, beside kwb's.
+#[test]
+fn the_timing_panel_shows_tritons_time_for_the_same_launch() {
+    let mut app = full_app();
+    let (v, s) = (app.selected, app.size);
+    let r = app.versions[v].results[s].as_mut().unwrap();
+    let median = r.timing.as_ref().unwrap().median_us;
+    r.baseline = Some(kwb::report::BaselineTime {
+        name: "Triton 3.6.0".into(),
+        us: median / 1.25,
+        note: None,
+    });
+    let text = panel(&app, 40, 8, panels::timing::render);
+    assert!(text.contains("Triton 3.6.0"), "{text}");
+    assert!(text.contains("kwb 1.25×"), "{text}");
+    insta::assert_snapshot!("panel_timing_baseline", text);
+}
+
 #[test]
 fn a_quick_look_is_marked_provisional_until_refined() {
     let mut app = full_app();
