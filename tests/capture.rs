@@ -278,6 +278,22 @@ fn failures_are_reported_and_nothing_of_the_users_is_touched() {
     let again = s.capture("fail", &[], &["python3", "prog.py"]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
 
+    // Only the kernels a pattern names are recorded; the others still run.
+    let out = s.capture(
+        "picked",
+        &["--kernels", "pick*,nothing"],
+        &["python3", "prog.py"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("program done"));
+    let names: Vec<String> = std::fs::read_dir(s.dir.path().join("picked"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    assert_eq!(names, ["pick_rows.yaml"]);
+
     // A program that cannot start.
     let out = s.capture("nope", &[], &["/nonexistent/python9"]);
     assert_eq!(out.status.code(), Some(4));
