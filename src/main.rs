@@ -717,7 +717,10 @@ fn run_capture(a: CaptureArgs) -> i32 {
     {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("error: --max-bytes `{}`: {e}", a.max_bytes);
+            eprintln!(
+                "error: --max-bytes `{}`: expected a size such as 2Gi, 500M or a number of bytes ({e})",
+                a.max_bytes
+            );
             return exit::USAGE;
         }
     };

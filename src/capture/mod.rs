@@ -125,11 +125,11 @@ pub fn capture(o: &Options) -> Result<Outcome, CaptureError> {
     let mut taken: Vec<String> = Vec::new();
     for l in &launches {
         match write::workspace(l, &origin) {
-            Ok(text) => {
+            Ok(write::Text { text, checked }) => {
                 let name = file_name(&l.kernel, &taken);
                 taken.push(name.clone());
                 let path = o.out.join(&name);
-                if !text.contains("\nreference:") {
+                if !checked {
                     out.unchecked.push(path.clone());
                 }
                 std::fs::write(&path, text).map_err(|e| CaptureError::Io(path.clone(), e))?;

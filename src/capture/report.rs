@@ -5,9 +5,6 @@ use super::Outcome;
 use crate::exit;
 use std::fmt::Write as _;
 
-/// The exit code when the captured program itself failed.
-pub const PROGRAM_FAILED: i32 = exit::PROGRAM_FAILED;
-
 /// The summary for stdout, the messages for stderr, and the exit code.
 pub fn render(o: &Outcome, out_dir: &std::path::Path) -> (String, String, i32) {
     let (mut out, mut err) = (String::new(), String::new());
@@ -55,7 +52,7 @@ pub fn render(o: &Outcome, out_dir: &std::path::Path) -> (String, String, i32) {
         }
     }
     let code = if failed {
-        PROGRAM_FAILED
+        exit::PROGRAM_FAILED
     } else if o.written.is_empty() && o.refused.is_empty() {
         let why = match o.triton {
             Some(false) => {
@@ -76,11 +73,12 @@ pub fn render(o: &Outcome, out_dir: &std::path::Path) -> (String, String, i32) {
     };
     let _ = writeln!(
         out,
-        "kwb capture: {} workspace(s) in {}, {} launch(es) refused, {} launch(es) seen, program {:.2} s",
+        "kwb capture: {} workspace(s) in {}, {} launch(es) refused, {} launch(es) seen, {} recorded, program {:.2} s",
         o.written.len(),
         out_dir.display(),
         o.refused.len(),
         o.launches,
+        o.recorded,
         o.program.wall.as_secs_f64()
     );
     (out, err, code)

@@ -34,8 +34,16 @@ pub struct Origin<'a> {
     pub start: &'a Start,
 }
 
+/// A workspace's text, and whether it checks anything (a launch that changed none of its
+/// tensors has no outputs kwb can tell).
+#[derive(Debug)]
+pub struct Text {
+    pub text: String,
+    pub checked: bool,
+}
+
 /// The workspace text for `launch`, or every reason it cannot be one.
-pub fn workspace(launch: &Launch, origin: &Origin) -> Result<String, Problems> {
+pub fn workspace(launch: &Launch, origin: &Origin) -> Result<Text, Problems> {
     let mut problems = launch.problems.clone();
     let mut buffers = String::new();
     let mut reference = String::new();
@@ -165,7 +173,10 @@ pub fn workspace(launch: &Launch, origin: &Origin) -> Result<String, Problems> {
             quoted(&note)
         );
     }
-    Ok(y)
+    Ok(Text {
+        text: y,
+        checked: !reference.is_empty(),
+    })
 }
 
 /// A buffer's YAML line, and the file of its expected contents when the launch changed it.
@@ -348,7 +359,7 @@ mod tests {
             command: "python3 train.py",
             start: &start,
         };
-        let y = workspace(&launch(&args.join(", ")), &origin).unwrap();
+        let y = workspace(&launch(&args.join(", ")), &origin).unwrap().text;
         for want in [
             "from `python3 train.py`: launch 2 of `k` (/p/k.py:7)",
             "num_stages=4",
@@ -367,9 +378,13 @@ mod tests {
         ] {
             assert!(y.contains(want), "no `{want}` in\n{y}");
         }
-        let only_bf16 = workspace(&launch(&tensor("y", "bfloat16", true)), &origin).unwrap();
+        let only_bf16 = workspace(&launch(&tensor("y", "bfloat16", true)), &origin)
+            .unwrap()
+            .text;
         assert!(!only_bf16.contains("tolerance:"), "{only_bf16}");
-        let f32 = workspace(&launch(&tensor("y", "float32", true)), &origin).unwrap();
+        let f32 = workspace(&launch(&tensor("y", "float32", true)), &origin)
+            .unwrap()
+            .text;
         assert!(f32.contains("tolerance: {rtol: 1e-3, atol: 1e-5}"), "{f32}");
     }
 
