@@ -32,6 +32,7 @@ impl B {
                 vars: Vec::new(),
                 body: Vec::new(),
                 num_warps,
+                sums: Default::default(),
                 loc: Loc { line: 1, col: 1 },
                 descriptors: Vec::new(),
                 desc_loads: Vec::new(),
@@ -696,6 +697,7 @@ fn from_source(
             .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
             .collect(),
         num_warps,
+        sums: Default::default(),
     };
     let compiled = kwb::tile::compile(&path, &source, &[req]);
     assert!(
@@ -827,6 +829,7 @@ fn a_two_d_tile_source_compiles_to_its_golden() {
             ("C".into(), ConstValue::Int(64)),
         ],
         num_warps: 4,
+        sums: Default::default(),
     };
     let compiled = kwb::tile::compile(&path, &source, &[req]);
     assert!(

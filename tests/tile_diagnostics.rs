@@ -55,6 +55,7 @@ fn parse_request(header: &str) -> KernelRequest {
         args,
         constexprs,
         num_warps: 4,
+        sums: Default::default(),
     }
 }
 
@@ -132,6 +133,7 @@ fn request(name: &str, args: Vec<ArgKind>, cx: &str, v: i64, warps: u32) -> Kern
         args,
         constexprs: vec![(cx.into(), ConstValue::Int(v))],
         num_warps: warps,
+        sums: Default::default(),
     }
 }
 

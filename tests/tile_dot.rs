@@ -92,6 +92,7 @@ fn request(c: &Case) -> KernelRequest {
         .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
         .collect(),
         num_warps: c.warps,
+        sums: Default::default(),
     }
 }
 

@@ -296,6 +296,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
                 args,
                 constexprs,
                 num_warps: 4,
+                sums: Default::default(),
             });
         }
     }
@@ -313,6 +314,7 @@ fn requests(rng: &mut Rng, path: &Path, src: &str) -> Vec<KernelRequest> {
         ],
         constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],
         num_warps: 4,
+        sums: Default::default(),
     });
     out
 }

@@ -175,6 +175,7 @@ impl B {
             vars: self.vars,
             body: self.blocks.pop().unwrap(),
             num_warps: 4,
+            sums: Default::default(),
             loc: Loc { line: 1, col: 1 },
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
@@ -845,6 +846,7 @@ fn compiled(path: &str, name: &str, args: Vec<ArgKind>, constexprs: &[(&str, i64
             .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
             .collect(),
         num_warps: 4,
+        sums: Default::default(),
     };
     let c = kwb::tile::compile(&path, &source, &[request]);
     assert!(
@@ -1086,6 +1088,7 @@ fn run_source(src: &str, ints: &[i64]) -> Vec<i32> {
         args,
         constexprs: Vec::new(),
         num_warps: 1,
+        sums: Default::default(),
     };
     let c = kwb::tile::compile(path, src, &[request]);
     assert!(

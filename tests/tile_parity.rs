@@ -42,6 +42,7 @@ fn interp(
         ],
         constexprs: cx,
         num_warps: 1,
+        sums: Default::default(),
     };
     let c = kwb::tile::compile(&path, src, &[request]);
     if c.kernels.len() != 1 {
@@ -578,6 +579,7 @@ fn none_for_an_optional_pointer_folds_is_none() {
             args: vec![f32p.clone(), f32p.clone(), int.clone(), last],
             constexprs: vec![("BLOCK".into(), ConstValue::Int(64))],
             num_warps: 1,
+            sums: Default::default(),
         };
         let c = kwb::tile::compile(std::path::Path::new("k.py"), OPTIONAL_BIAS, &[request]);
         assert_eq!(

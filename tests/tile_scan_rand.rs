@@ -83,6 +83,7 @@ pub fn interp(
             .map(|(n, v)| (n.to_string(), v.clone()))
             .collect(),
         num_warps,
+        sums: Default::default(),
     };
     let c = kwb::tile::compile(&path, src, &[request]);
     if c.kernels.len() != 1 {

@@ -28,6 +28,7 @@ fn two_f32_buffers(name: &str, block: i64) -> KernelRequest {
         ],
         constexprs: vec![("BLOCK".into(), ConstValue::Int(block))],
         num_warps: 4,
+        sums: Default::default(),
     }
 }
 

@@ -144,6 +144,14 @@ pub fn workspace(launch: &Launch, origin: &Origin) -> Result<Text, Problems> {
         .collect();
     let _ = writeln!(y, "    grid: [{}]", grid.join(", "));
     let _ = writeln!(y, "    num_warps: {}", launch.num_warps);
+    match &origin.start.triton_version {
+        // Compiled Triton's float sums add in an order its releases changed (3.8): follow the
+        // release that made the reference.
+        Some(v) if !origin.start.interpret && crate::workspace::triton_release(v).is_some() => {
+            let _ = writeln!(y, "    triton: {}", quoted(v));
+        }
+        _ => {}
+    }
     if !constexprs.is_empty() {
         let _ = writeln!(y, "    constexprs:");
         for c in &constexprs {
@@ -369,7 +377,7 @@ mod tests {
             "    y: \"y.out.npy\"\n    m: \"m.out.npy\"\n",
             // bf16 and fp32 outputs: the loosest bound of each.
             "tolerance: {rtol: 1.6e-2, atol: 1e-2}",
-            "    grid: [12, 3, 1]\n    num_warps: 8\n",
+            "    grid: [12, 3, 1]\n    num_warps: 8\n    triton: \"3.6.0\"\n",
             // in name order (the record's JSON object keeps no order)
             "      ACT: \"'gelu'\"\n      B: None\n      BLOCK: 1024\n      DT: tl.bfloat16\n      EPS: 1e-6\n",
             "    args: [x, y, m, 32, 2.0, 1, None, y]\n",
@@ -386,6 +394,19 @@ mod tests {
             .unwrap()
             .text;
         assert!(f32.contains("tolerance: {rtol: 1e-3, atol: 1e-5}"), "{f32}");
+        // The interpreter's reference follows no compiled release's order of additions.
+        let interpreted = Start {
+            interpret: true,
+            ..start.clone()
+        };
+        let origin = Origin {
+            command: "python3 train.py",
+            start: &interpreted,
+        };
+        let y = workspace(&launch(&tensor("y", "float32", true)), &origin)
+            .unwrap()
+            .text;
+        assert!(!y.contains("    triton: \""), "{y}");
     }
 
     #[test]

@@ -63,9 +63,22 @@ fn specialization(v: &Version, size: Option<&ProblemSize>) -> Result<Specializat
     Ok((constexprs, num_warps, vars))
 }
 
+/// How `v`'s float sums are formed: as its Triton release does, products contracted unless
+/// `enable_fp_fusion` is off.
+fn sums_of(v: &Version) -> tile::ir::sums::Sums {
+    use tile::ir::sums::{SumOrder, Sums};
+    Sums {
+        order: v.triton.map_or(SumOrder::default(), |(major, minor)| {
+            SumOrder::of_release(major, minor)
+        }),
+        contract: v.fp_fusion,
+    }
+}
+
 /// The kernels to compile for `v` at `size`: each launched kernel with its arguments' kinds.
 pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelRequest>, String> {
     let (constexprs, num_warps, vars) = specialization(v, size)?;
+    let sums = sums_of(v);
     let env = SizeEnv::vars(&vars);
     let mut out: Vec<KernelRequest> = Vec::new();
     for l in &v.launches {
@@ -100,6 +113,7 @@ pub fn requests(v: &Version, size: Option<&ProblemSize>) -> Result<Vec<KernelReq
             args,
             constexprs: constexprs.clone(),
             num_warps,
+            sums,
         };
         match out.iter().find(|r| r.name == req.name) {
             Some(r) if *r != req => {
@@ -279,6 +293,7 @@ fn merge_diagnostics(compiled: &[CompiledVersion], ws: Option<&Workspace>) -> Ve
 /// need not declare them all), with `num_warps` from the command line.
 fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String> {
     let (constexprs, num_warps, _) = specialization(v, None)?;
+    let sums = sums_of(v);
     // A file that does not parse has no kernels to request: the compile reports its syntax
     // errors, each as a diagnostic with its own line and column.
     let Ok(sigs) = tile::signatures(&v.file, source) else {
@@ -312,6 +327,7 @@ fn bare_requests(v: &Version, source: &str) -> Result<Vec<KernelRequest>, String
                 .cloned()
                 .collect(),
             num_warps,
+            sums,
         })
         .collect())
 }

@@ -89,6 +89,9 @@ pub struct KernelRequest {
     pub args: Vec<ArgKind>,
     pub constexprs: Vec<(String, ConstValue)>,
     pub num_warps: u32,
+    /// How float sums combine their terms: as the Triton release the results are compared
+    /// with does (`ir::sums`).
+    pub sums: ir::sums::Sums,
 }
 
 /// The result of compiling a file's requested kernels.

@@ -16,6 +16,7 @@ pub use file_problem::{file_problem, FileProblem};
 pub use formula::{Formula, SizeEnv};
 pub use load::{load, load_str, WorkspaceError};
 pub use sweep::{AxisKind, Sweep, SweepAxis, SweepPoint};
+pub use validate::triton_release;
 
 use crate::common::arch::Arch;
 use spans::SpanIndex;
@@ -146,6 +147,11 @@ pub struct Version {
     pub sweep: Option<SweepPoint>,
     /// Another tool's kernel time for the same launch, to show beside kwb's.
     pub baseline: Option<Baseline>,
+    /// Tile versions: the Triton release whose numerics kwb follows where releases differ (the
+    /// order of a float sum's additions), as `(major, minor)`; None: the newest kwb knows.
+    pub triton: Option<(u32, u32)>,
+    /// Triton's `enable_fp_fusion` (default true): products may be contracted into sums.
+    pub fp_fusion: bool,
 }
 
 /// Another tool's time for a version's launch: Triton's own kernel, as `kwb capture` recorded
@@ -374,6 +380,8 @@ impl Workspace {
                 field: String::new(),
                 sweep: None,
                 baseline: None,
+                triton: None,
+                fp_fusion: true,
             }],
             sweeps: Vec::new(),
             spans: SpanIndex::default(),

@@ -162,6 +162,9 @@ pub struct RawVersion {
     /// Another tool's time for the same launch (Triton's, recorded by `kwb capture`), shown
     /// beside kwb's own.
     pub baseline: Option<RawBaseline>,
+    /// Tile-language versions: the Triton release whose numerics to follow where releases
+    /// differ (`"3.6"`, `"3.6.0"`).
+    pub triton: Option<Lit>,
     /// Tile-language versions: values of the kernel's `tl.constexpr` parameters.
     #[serde(default)]
     pub constexprs: IndexMap<String, Lit>,

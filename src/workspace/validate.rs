@@ -586,6 +586,25 @@ impl Validator<'_> {
                 note: b.note.clone(),
             })
         });
+        let triton = rv.triton.as_ref().and_then(|t| {
+            let f = format!("{field}.triton");
+            if !kind.is_tile() {
+                return self.err(
+                    &f,
+                    "`triton` is for tile-language versions (.tile, .py): it picks the Triton release whose numerics kwb follows".into(),
+                );
+            }
+            match triton_release(&t.0) {
+                Some(r) => Some(r),
+                None => self.err(
+                    &f,
+                    format!(
+                        "`{}` is not a Triton release kwb knows: give 3.0 or later, as `3.6` or `3.6.0`",
+                        t.0
+                    ),
+                ),
+            }
+        });
         if self.diags.len() > errors_before {
             return None;
         }
@@ -612,6 +631,8 @@ impl Validator<'_> {
             field,
             sweep: None,
             baseline,
+            triton,
+            fp_fusion: rv.enable_fp_fusion != Some(false),
         })
     }
 
@@ -844,4 +865,14 @@ fn npy_problem(path: &Path, problem: FileProblem) -> String {
         FileProblem::NotFound => format!("`.npy` file not found: {}", path.display()),
         other => format!("`.npy` file {} {other}", path.display()),
     }
+}
+
+/// `3.6`, `3.6.0` or `3.9.0+git1a2b` as `(3, 6)`; None for anything else, or before 3.0.
+pub fn triton_release(text: &str) -> Option<(u32, u32)> {
+    let mut parts = text.trim().split(['.', '+']);
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor = parts.next()?;
+    let digits = minor.len() - minor.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let minor: u32 = minor[..digits].parse().ok()?;
+    (major >= 3).then_some((major, minor))
 }

@@ -152,6 +152,7 @@ pub fn matmul_request(divisibility: [u64; 3]) -> kwb::tile::KernelRequest {
         .map(|(n, v)| (n.to_string(), ConstValue::Int(v)))
         .collect(),
         num_warps: 8,
+        sums: Default::default(),
     }
 }
 

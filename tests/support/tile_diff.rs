@@ -152,6 +152,7 @@ impl Runner {
                 .map(|(n, v)| (n.clone(), ConstValue::Int(*v)))
                 .collect(),
             num_warps: p.num_warps,
+            sums: Default::default(),
         }
     }
 

@@ -17,7 +17,7 @@ static __device__ __forceinline__ void kwb_st128(void* p, uint4 v, bool m) {
 extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_ptr_0, float* y_ptr_1, int n_rows_2, int n_cols_3)
 {
     const int kwb_tid = threadIdx.x;
-    __shared__ __align__(16) unsigned char kwb_red[1024];
+    __shared__ __align__(16) unsigned char kwb_red[768];
     int start_4;
     int step_5;
     int row_6;
@@ -105,30 +105,27 @@ extern "C" __global__ void __launch_bounds__(256) softmax_persistent(float* x_pt
             for (int e = 0; e < 16; ++e) num_20[e] = kwb_exp(shifted_19[e]);
 #line 18 "kernels/softmax/v6.tile"
             {
-                float kwb_a[16];
+                // tl.sum in float32 as Triton 3.8+ adds it: each partial sum rounded
+                float kwb_v_l[8];
                 #pragma unroll
-                for (int e = 0; e < 16; ++e) {
-                    kwb_a[e] = (float)num_20[e];
-                }
+                for (int i = 0; i < 8; ++i) kwb_v_l[i] = __fadd_rn(num_20[(2 * i) * 1 + 0], num_20[(2 * i + 1) * 1 + 0]);
                 #pragma unroll
-                for (int e = 0; e < 8; ++e) kwb_a[e] = kwb_a[e] + kwb_a[e + 8];
+                for (int i = 0; i < 4; ++i) kwb_v_l[i] = __fadd_rn(kwb_v_l[2 * i], kwb_v_l[2 * i + 1]);
                 #pragma unroll
-                for (int e = 0; e < 4; ++e) kwb_a[e] = kwb_a[e] + kwb_a[e + 4];
+                for (int i = 0; i < 2; ++i) kwb_v_l[i] = __fadd_rn(kwb_v_l[2 * i], kwb_v_l[2 * i + 1]);
                 #pragma unroll
-                for (int e = 0; e < 2; ++e) kwb_a[e] = kwb_a[e] + kwb_a[e + 2];
+                for (int i = 0; i < 1; ++i) kwb_v_l[i] = __fadd_rn(kwb_v_l[2 * i], kwb_v_l[2 * i + 1]);
+                float kwb_v = kwb_v_l[0];
                 #pragma unroll
-                for (int e = 0; e < 1; ++e) kwb_a[e] = kwb_a[e] + kwb_a[e + 1];
-                float kwb_v = kwb_a[0];
-                #pragma unroll
-                for (int o = 16; o > 0; o >>= 1) kwb_v = kwb_v + __shfl_xor_sync(0xffffffffu, kwb_v, o);
+                for (int o = 16; o > 0; o >>= 1) kwb_v = __fadd_rn(kwb_v, __shfl_xor_sync(0xffffffffu, kwb_v, o));
                 float* kwb_r = reinterpret_cast<float*>(kwb_red + 512);
                 if ((kwb_tid & 31) == 0) kwb_r[kwb_tid >> 5] = kwb_v;
                 __syncthreads();
                 // every group of 8 lanes combines the 8 warps' results
                 kwb_v = kwb_r[kwb_tid & 7];
                 #pragma unroll
-                for (int o = 4; o > 0; o >>= 1) kwb_v = kwb_v + __shfl_xor_sync(0xffffffffu, kwb_v, o);
-                den_21 = (float)kwb_v;
+                for (int o = 4; o > 0; o >>= 1) kwb_v = __fadd_rn(kwb_v, __shfl_xor_sync(0xffffffffu, kwb_v, o));
+                den_21 = kwb_v;
             }
 #line 19 "kernels/softmax/v6.tile"
             #pragma unroll

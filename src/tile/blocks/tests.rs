@@ -73,6 +73,7 @@ fn request(non_negative: bool) -> KernelRequest {
             .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
             .collect(),
         num_warps: 8,
+        sums: Default::default(),
     }
 }
 

@@ -207,6 +207,7 @@ fn check_kernel(
         vars: std::mem::take(&mut ck.vars),
         body: ck.blocks.pop().unwrap_or_default(),
         num_warps: req.num_warps,
+        sums: req.sums,
         loc: lines.loc(source, func.def_span.start),
         descriptors: std::mem::take(&mut ck.descriptors),
         desc_loads: std::mem::take(&mut ck.desc_loads),

@@ -90,16 +90,19 @@ impl Ck<'_> {
                     Val::DType(t) => t,
                     _ => super::scan::sum_dtype(d),
                 };
-                if matches!(out, Scalar::F16 | Scalar::BF16) {
-                    // Compiled Triton (3.6 to 3.9, sm_90) adds in the 16-bit type: its LLVM IR
-                    // has `fadd bfloat` in the reduction, every partial sum rounded.
+                let to_tile = axis.is_some() && ty.shape.len() > 1;
+                if to_tile && matches!(out, Scalar::F16 | Scalar::BF16) {
+                    // Compiled Triton adds in the 16-bit type, every partial sum rounded. kwb
+                    // does the same for full sums (`ir::sums`), not yet along one axis of a
+                    // larger tile.
                     self.warning(
                         span,
                         format!(
                             "Triton adds the partial sums of this {0} `tl.sum` in {0}, rounding \
-                             each; kwb adds them in fp32 and rounds once, so the results can \
-                             differ (kwb's is the more accurate); `dtype=tl.float32`, or `.to(tl.float32)` \
-                             before the sum, makes both add in fp32",
+                             each; along one axis of a 2-D or larger tile kwb adds them in fp32 \
+                             and rounds once, so the results can differ (kwb's is the more \
+                             accurate); `dtype=tl.float32`, or `.to(tl.float32)` before the sum, \
+                             makes both add in fp32",
                             out.triton_name()
                         ),
                     );

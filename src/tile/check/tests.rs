@@ -14,6 +14,7 @@ fn req(name: &str, args: Vec<ArgKind>, cx: &[(&str, i64)]) -> KernelRequest {
             .map(|(n, v)| (n.to_string(), ConstValue::Int(*v)))
             .collect(),
         num_warps: 4,
+        sums: Default::default(),
     }
 }
 

@@ -11,7 +11,8 @@
 //! register, holder of a flat index, ownership) so the rest of the writer treats both alike.
 
 use super::mma::Mma;
-use crate::tile::ir::{Elem, Kernel, Op, StmtKind, VarId};
+use crate::tile::ir::sums::{self, Blocked};
+use crate::tile::ir::{Kernel, VarId};
 use crate::tile::Target;
 use std::collections::{BTreeMap, HashMap};
 
@@ -32,21 +33,24 @@ pub struct Layout {
 impl Layout {
     /// The layout for `numel` elements over `threads`, aiming at runs of `want_vec` elements.
     pub fn new(numel: u64, threads: u64, want_vec: u64) -> Layout {
-        let threads = threads.max(1);
-        let numel = numel.max(1);
-        let mut vec = want_vec.max(1);
-        while vec > 1 && vec * threads > numel {
-            vec /= 2;
-        }
-        let per_round = vec * threads;
-        let rounds = numel.div_ceil(per_round);
+        let b = Blocked::new(numel, threads, want_vec);
         Layout {
-            numel,
-            threads,
-            vec,
-            ept: rounds * vec,
+            numel: b.numel,
+            threads: b.threads,
+            vec: b.vec,
+            ept: b.ept,
             mma: None,
         }
+    }
+
+    /// The blocked layout, if this is one (not the tensor-core accumulator's).
+    pub fn blocked(&self) -> Option<Blocked> {
+        self.mma.is_none().then_some(Blocked {
+            numel: self.numel,
+            threads: self.threads,
+            vec: self.vec,
+            ept: self.ept,
+        })
     }
 
     /// The accumulator layout of `mma` over `threads`.
@@ -78,7 +82,7 @@ impl Layout {
         if let Some(m) = &self.mma {
             return m.flat(t, e);
         }
-        (((e / self.vec) * self.threads + t) * self.vec + e % self.vec) % self.numel
+        Blocked::new(self.numel, self.threads, self.vec).flat(t, e)
     }
 
     /// Whether thread `t` owns (is the first holder of) its register `e`.
@@ -86,7 +90,7 @@ impl Layout {
         if let Some(m) = &self.mma {
             return m.owns(t);
         }
-        ((e / self.vec) * self.threads + t) * self.vec + e % self.vec < self.numel
+        Blocked::new(self.numel, self.threads, self.vec).owns(t, e)
     }
 
     /// The register of thread `t` that holds flat index `g`, if it holds it.
@@ -154,40 +158,14 @@ pub struct Layouts {
 impl Layouts {
     /// Vector width per size: 16 bytes over the widest element of that size's global accesses.
     pub fn plan(k: &Kernel, target: Target) -> Layouts {
-        let mut widest: BTreeMap<u64, u32> = BTreeMap::new();
-        let mut sizes: Vec<u64> = Vec::new();
-        for v in &k.vars {
-            if v.ty.is_tile() {
-                sizes.push(v.ty.numel());
-            }
-        }
-        visit(&k.body, &mut |s| {
-            let ptr = match &s.kind {
-                StmtKind::Store { ptr, .. } => Some(*ptr),
-                StmtKind::Assign {
-                    op: Op::Load { ptr, .. } | Op::Atomic { ptr, .. },
-                    ..
-                } => Some(*ptr),
-                _ => None,
-            };
-            if let Some(p) = ptr {
-                let ty = k.ty(p);
-                if let (true, Elem::Ptr(s)) = (ty.is_tile(), ty.elem) {
-                    let w = widest.entry(ty.numel()).or_insert(0);
-                    *w = (*w).max(s.size());
-                }
-            }
-        });
+        let runs = sums::run_lengths(k);
         let threads = u64::from(k.threads().max(1));
-        let by_numel = sizes
-            .into_iter()
-            .map(|n| {
-                let vec = match widest.get(&n) {
-                    Some(&w) if w > 0 => u64::from(16 / w.min(16)).max(1),
-                    _ => 4,
-                };
-                (n, Layout::new(n, threads, vec))
-            })
+        let by_numel = k
+            .vars
+            .iter()
+            .filter(|v| v.ty.is_tile())
+            .map(|v| v.ty.numel())
+            .map(|n| (n, Layout::new(n, threads, sums::run_length(&runs, n))))
             .collect();
         let by_var = super::unify::mma_tiles(k, target)
             .into_iter()

@@ -9,6 +9,7 @@
 pub mod axis;
 mod dot;
 mod epilogue;
+mod float_sum;
 mod function;
 pub mod layout;
 mod math;

@@ -111,6 +111,8 @@ impl Writer<'_> {
         }
         if self.is_tile(dst) {
             self.reduce_axis(dst, op, src, axis.unwrap_or(0));
+        } else if op == ReduceOp::Sum && s.is_float() {
+            self.float_sum(dst, src, s);
         } else {
             self.reduce_full(dst, op, src, s);
         }

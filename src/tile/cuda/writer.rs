@@ -116,6 +116,9 @@ pub struct Writer<'k> {
     pub own_staging: bool,
     /// The tensor maps the TMA copies read, each a parameter `kwb_tmap{i}` (`tma.rs`).
     pub tensor_maps: Vec<crate::tile::TensorMapParam>,
+    /// Full float sums whose summand is a product contracted into the additions, with the
+    /// product's factors (`ir::sums`).
+    pub(super) contracted: HashMap<VarId, (VarId, VarId)>,
 }
 
 impl<'k> Writer<'k> {
@@ -173,6 +176,7 @@ impl<'k> Writer<'k> {
             marks: Vec::new(),
             own_staging: false,
             tensor_maps: Vec::new(),
+            contracted: crate::tile::ir::sums::contracted_products(k),
         }
     }
 

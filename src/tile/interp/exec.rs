@@ -24,6 +24,9 @@ pub(super) struct Ctx<'a> {
     pub pid: [u32; 3],
     pub grid: [u32; 3],
     pub buffers: &'a mut [InterpBuffer],
+    /// Where each tile size's elements live on the GPU, and the sums whose products Triton
+    /// contracts: full float sums follow the GPU's order of additions (`ir::sums`).
+    pub sums: shape::SumPlan,
 }
 
 /// The operands of one assignment: every variable, with the destination's old value kept
@@ -45,6 +48,11 @@ impl<'a> Env<'a> {
         self.vars
             .get(v.0 as usize)
             .ok_or_else(|| Fault::interp(format!("variable {} does not exist", v.0)))
+    }
+
+    /// The variable being assigned.
+    pub fn dst(&self) -> VarId {
+        self.dst
     }
 
     pub fn ints(&self, v: VarId) -> Result<&'a [i64], Fault> {
@@ -108,6 +116,7 @@ impl<'a> Machine<'a> {
                 pid: [0; 3],
                 grid,
                 buffers,
+                sums: shape::SumPlan::of(k),
             },
             vars,
             steps: 0,
@@ -330,6 +339,14 @@ fn eval(ctx: &mut Ctx, env: &Env, ty: &Type, op: &Op, out: &mut Data) -> Result<
         Op::PtrAdd { ptr, offset } => memory::ptr_add(env, *ptr, *offset, out),
         Op::Load { ptr, mask, other } => {
             return memory::load(ctx, env, *ptr, *mask, *other, ty, out);
+        }
+        Op::Reduce {
+            op: crate::tile::ir::ReduceOp::Sum,
+            src,
+            ..
+        } if !ty.is_tile() && env.scalar(*src).is_float() => {
+            shape::float_sum(&ctx.sums, env, *src, ty, out)?;
+            return Ok(env.ty(*src).numel());
         }
         Op::Reduce { op, src, axis } => {
             shape::reduce(env, *op, *src, *axis, ty, out)?;

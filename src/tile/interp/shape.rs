@@ -6,7 +6,9 @@ use super::elementwise::{fmax, fmin};
 use super::exec::Env;
 use super::value::{round, wrap, Data};
 use super::Fault;
-use crate::tile::ir::{Elem, ReduceOp, Scalar, Type, VarId};
+use crate::tile::ir::sums;
+use crate::tile::ir::{Elem, Kernel, ReduceOp, Scalar, Type, VarId};
+use std::collections::HashMap;
 
 fn mismatch() -> Fault {
     Fault::interp("a shape op between values of different kinds")
@@ -123,6 +125,70 @@ pub(super) fn split(shape: &[u32], axis: Option<u32>) -> (usize, usize, usize) {
                 prod(shape.get(a + 1..).unwrap_or(&[])),
             )
         }
+    }
+}
+
+/// What a full float sum needs to add in the GPU's order: each tile size's run length, the
+/// program's threads, the contracted products, the kernel's order.
+pub(crate) struct SumPlan {
+    runs: HashMap<u64, u64>,
+    threads: u64,
+    contracted: HashMap<VarId, (VarId, VarId)>,
+    order: sums::SumOrder,
+}
+
+impl SumPlan {
+    pub fn of(k: &Kernel) -> SumPlan {
+        SumPlan {
+            runs: sums::run_lengths(k),
+            threads: u64::from(k.threads().max(1)),
+            contracted: sums::contracted_products(k),
+            order: k.sums.order,
+        }
+    }
+}
+
+/// A full float sum, added as the generated CUDA adds it (`ir::sums`): the source tile's
+/// elements where its blocked layout puts them, each partial sum rounded to the dtype.
+pub(super) fn float_sum(
+    plan: &SumPlan,
+    env: &Env,
+    src: VarId,
+    ty: &Type,
+    out: &mut Data,
+) -> Result<(), Fault> {
+    let numel = env.ty(src).numel();
+    let layout = sums::Blocked::new(numel, plan.threads, sums::run_length(&plan.runs, numel));
+    let arith = sums::Arith {
+        dtype: env.scalar(src),
+    };
+    let total = match plan.contracted.get(&env.dst()) {
+        Some(&(a, b)) => {
+            let (a, b) = (env.floats(a)?, env.floats(b)?);
+            let at = |x: &[f64], g: u64| x.get(g as usize).or(x.first()).copied().unwrap_or(0.0);
+            sums::full_sum(&arith, plan.order, layout, &|g| {
+                sums::Term::Product(at(a, g), at(b, g))
+            })
+        }
+        None => {
+            let x = env.floats(src)?;
+            sums::full_sum(&arith, plan.order, layout, &|g| {
+                sums::Term::Value(x.get(g as usize).or(x.first()).copied().unwrap_or(0.0))
+            })
+        }
+    };
+    match out {
+        Data::Float(r) => {
+            r.iter_mut().for_each(|v| *v = round(ty_scalar(ty), total));
+            Ok(())
+        }
+        _ => Err(Fault::interp("a float sum into a non-float")),
+    }
+}
+
+fn ty_scalar(ty: &Type) -> Scalar {
+    match ty.elem {
+        Elem::Scalar(s) | Elem::Ptr(s) => s,
     }
 }
 

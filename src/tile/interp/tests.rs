@@ -31,6 +31,7 @@ fn kernel(vars: Vec<Type>, body: Vec<Stmt>) -> Kernel {
         vars: vars.into_iter().map(|ty| Var { ty, name: None }).collect(),
         body,
         num_warps: 4,
+        sums: Default::default(),
         loc: Loc { line: 1, col: 1 },
         descriptors: Vec::new(),
         desc_loads: Vec::new(),

@@ -19,6 +19,7 @@
 //! one or more dimensions, each a power of two.
 
 mod ops;
+pub mod sums;
 mod types;
 
 pub use ops::*;
@@ -65,6 +66,8 @@ pub struct Kernel {
     pub vars: Vec<Var>,
     pub body: Vec<Stmt>,
     pub num_warps: u32,
+    /// How full float sums combine their terms ([`sums`]).
+    pub sums: sums::Sums,
     /// The line of the `def`.
     pub loc: Loc,
     /// `tl.make_tensor_descriptor` results, by index.
@@ -130,6 +133,7 @@ impl Kernel {
             vars: Vec::new(),
             body: Vec::new(),
             num_warps: 4,
+            sums: Default::default(),
             loc: Loc::default(),
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
