@@ -190,10 +190,23 @@ impl Memory {
         Ok(())
     }
 
-    /// An atomic read-modify-write of `size` (4 or 8) bytes; returns the old value.
+    /// An atomic read-modify-write of `size` (2, 4 or 8) bytes; returns the old value.
     pub(crate) fn rmw(&self, addr: u64, size: u64, f: &dyn Fn(u64) -> u64) -> Result<u64, Miss> {
         let (a, off) = self.find(addr, size)?;
-        let old = if size == 4 {
+        let old = if size == 2 && off % 2 == 0 {
+            // A half of a word: compare-and-swap the word, the other half kept.
+            let w = &a.words[(off / 4) as usize];
+            let shift = (off % 4) * 8;
+            let mut cur = w.load(Relaxed);
+            loop {
+                let half = u64::from(cur >> shift) & 0xffff;
+                let new = (cur & !(0xffff << shift)) | (((f(half) & 0xffff) as u32) << shift);
+                match w.compare_exchange_weak(cur, new, Relaxed, Relaxed) {
+                    Ok(_) => break half,
+                    Err(x) => cur = x,
+                }
+            }
+        } else if size == 4 {
             let w = &a.words[(off / 4) as usize];
             let mut cur = w.load(Relaxed);
             loop {

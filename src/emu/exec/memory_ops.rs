@@ -306,37 +306,78 @@ impl Cta<'_> {
         }
     }
 
+    /// `atom`/`red`, scalar or a vector (`.v2`/`.v4`/`.v8`, global memory: one read-modify-write
+    /// per lane, lane `k` at `a + k * size`).
     fn atomic(&mut self, t: usize, i: usize, space: Where, a: u64) -> Result<(), EmuError> {
         let inst = &self.e.insts[i];
         let ty = inst.ty;
-        let size = u64::from(ty.bytes()).max(4);
+        let size = u64::from(ty.bytes());
+        let n = u64::from(inst.mods.vec.max(1));
         let (dst, b_arg, c_arg) = if inst.op == Op::Red {
             (None, 1, 2)
         } else {
             (Some(0), 2, 3)
         };
-        let b = inst.args.get(b_arg).map_or(0, |o| self.read(t, o, ty));
-        let c = inst.args.get(c_arg).map_or(0, |o| self.read(t, o, ty));
+        let lanes = |k: usize| -> Vec<Option<Operand>> {
+            (0..n as usize)
+                .map(|j| match inst.args.get(k) {
+                    Some(Operand::Vec(v)) => v.get(j).cloned(),
+                    Some(o) if n == 1 => Some(o.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (bs, cs, ds) = (lanes(b_arg), lanes(c_arg), dst.map(lanes));
         let sub = inst.mods.sub;
-        if sub > ATOM_DEC {
+        if sub > ATOM_DEC || (n > 1 && (bs.iter().any(Option::is_none) || space != Where::Global)) {
             return Err(unsupported(inst));
         }
-        let f = move |old: u64| atom_apply(sub, ty, old, b, c);
-        if !a.is_multiple_of(size) {
+        if !a.is_multiple_of(size * n) {
             if self.wants(FindingKind::Misaligned, i) {
-                let msg =
-                    format!("atomic on {size} bytes at 0x{a:x}, which is not {size}-byte aligned");
+                let bytes = size * n;
+                let msg = format!(
+                    "atomic on {bytes} bytes at 0x{a:x}, which is not {bytes}-byte aligned"
+                );
                 self.report(FindingKind::Misaligned, i, t, msg);
             }
             return Ok(());
         }
-        let old = match space {
+        for k in 0..n as usize {
+            let read = |o: &Option<Operand>| o.as_ref().map_or(0, |o| self.read(t, o, ty));
+            let (b, c) = (read(&bs[k]), read(&cs[k]));
+            let at = a + k as u64 * size;
+            let Some(old) = self.atomic_lane(t, i, space, at, size, &move |old| {
+                atom_apply(sub, ty, old, b, c)
+            }) else {
+                return Ok(());
+            };
+            if let Some(Some(d)) = ds.as_ref().map(|d| d[k].clone()) {
+                if !matches!(d, Operand::Sink) {
+                    self.set(t, &d, old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One read-modify-write of `size` bytes at `a`: the old value, or None after reporting an
+    /// access out of bounds.
+    fn atomic_lane(
+        &mut self,
+        t: usize,
+        i: usize,
+        space: Where,
+        a: u64,
+        size: u64,
+        f: &dyn Fn(u64) -> u64,
+    ) -> Option<u64> {
+        match space {
             Where::Shared => {
                 let len = self.shared.len() as u64;
                 if a + size > len {
                     let what = format!("shared-memory offset {a}, past the {len} bytes of this block's shared memory");
                     self.out_of_bounds(t, i, true, size, what);
-                    return Ok(());
+                    return None;
                 }
                 let mut w = [0u8; 8];
                 w[..size as usize].copy_from_slice(&self.shared[a as usize..(a + size) as usize]);
@@ -347,22 +388,17 @@ impl Cta<'_> {
                 for x in a..a + size {
                     self.sh_written[(x / 64) as usize] |= 1 << (x % 64);
                 }
-                old
+                Some(old)
             }
-            Where::Global => match self.mem.rmw(a, size, &f) {
-                Ok(old) => old,
+            Where::Global => match self.mem.rmw(a, size, f) {
+                Ok(old) => Some(old),
                 Err(miss) => {
                     self.out_of_bounds(t, i, true, size, miss.0);
-                    return Ok(());
+                    None
                 }
             },
-            _ => return Err(unsupported(inst)),
-        };
-        if let Some(d) = dst {
-            let op = inst.args[d].clone();
-            self.set(t, &op, old);
+            _ => None,
         }
-        Ok(())
     }
 }
 
@@ -374,6 +410,25 @@ fn atom_apply(sub: u8, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
             u64::from((f32::from_bits(old as u32) + f32::from_bits(b as u32)).to_bits())
         }
         (ATOM_ADD, Ty::F64) => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
+        // `.noftz` 16-bit float adds, each half of an x2 on its own, rounded once.
+        (ATOM_ADD, Ty::F16 | Ty::Bf16 | Ty::F16x2 | Ty::Bf16x2) => {
+            let halves = if matches!(ty, Ty::F16x2 | Ty::Bf16x2) {
+                2
+            } else {
+                1
+            };
+            (0..halves).fold(0u64, |acc, h| {
+                let (x, y) = ((old >> (16 * h)) & 0xffff, (b >> (16 * h)) & 0xffff);
+                let sum = if matches!(ty, Ty::F16 | Ty::F16x2) {
+                    let f = |v: u64| half::f16::from_bits(v as u16).to_f64();
+                    u64::from(half::f16::from_f64(f(x) + f(y)).to_bits())
+                } else {
+                    let f = |v: u64| half::bf16::from_bits(v as u16).to_f64();
+                    u64::from(half::bf16::from_f64(f(x) + f(y)).to_bits())
+                };
+                acc | (sum << (16 * h))
+            })
+        }
         (ATOM_ADD, _) => mask(old.wrapping_add(b), bits),
         (ATOM_MIN | ATOM_MAX, Ty::F32) => {
             let (x, y) = (f32::from_bits(old as u32), f32::from_bits(b as u32));

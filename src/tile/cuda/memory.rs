@@ -460,6 +460,19 @@ impl Writer<'_> {
             return;
         }
         let l = self.layout(dst);
+        let vectorable = op == AtomicOp::Add
+            && matches!(s, Scalar::F16 | Scalar::BF16 | Scalar::F32)
+            && self.target.sm >= 90
+            && !l.replicated()
+            && l.mma.is_none()
+            && !self.per_element;
+        if vectorable {
+            let w = self.vector_width(ptr, mask);
+            if w >= 2 {
+                self.vector_atomic_add(dst, ptr, value, mask, w);
+                return;
+            }
+        }
         let mut conds: Vec<String> = Vec::new();
         if let Some(m) = mask {
             conds.push(self.at(m, "e"));
@@ -501,5 +514,81 @@ impl Writer<'_> {
             self.line("__syncthreads();");
             self.close("}");
         }
+    }
+
+    /// `tl.atomic_add` of `w` contiguous, aligned fp16/bf16/fp32 elements per instruction
+    /// (sm_90's vector `atom.global.add`, as Triton emits it: `.acq_rel` at `.gpu` scope), the
+    /// old values returned to `dst`.
+    fn vector_atomic_add(
+        &mut self,
+        dst: VarId,
+        ptr: VarId,
+        value: VarId,
+        mask: Option<VarId>,
+        w: u64,
+    ) {
+        let s = elem_scalar(self.k, ptr);
+        let l = self.layout(dst);
+        let (ty, reg, to_bits, from_bits) = match s {
+            Scalar::BF16 => ("bf16", "h", "__bfloat16_as_ushort", "__ushort_as_bfloat16"),
+            Scalar::F16 => ("f16", "h", "__half_as_ushort", "__ushort_as_half"),
+            _ => ("f32", "f", "", ""),
+        };
+        let noftz = if reg == "h" { "noftz." } else { "" };
+        let bits_ty = if reg == "h" {
+            "unsigned short"
+        } else {
+            "float"
+        };
+        let lane = |j: u64| {
+            if j == 0 {
+                "e".to_string()
+            } else {
+                format!("e + {j}")
+            }
+        };
+        let n = w as usize;
+        let olds: Vec<String> = (0..n).map(|j| format!("%{j}")).collect();
+        let ins: Vec<String> = (0..n).map(|j| format!("%{}", n + 1 + j)).collect();
+        let asm = format!(
+            "{{ .reg .pred q; setp.ne.b32 q, %{}, 0; @q atom.global.gpu.acq_rel.add.{noftz}v{w}.{ty} {{{}}}, [%{n}], {{{}}}; }}",
+            2 * n + 1,
+            olds.join(", "),
+            ins.join(", ")
+        );
+        let outs: Vec<String> = (0..n).map(|j| format!("\"+{reg}\"(kwb_o{j})")).collect();
+        let mut inputs = vec![format!("\"l\"({})", self.at(ptr, "e"))];
+        for j in 0..w {
+            inputs.push(format!(
+                "\"{reg}\"({to_bits}({}))",
+                self.at(value, &lane(j))
+            ));
+        }
+        let m = mask.map_or("1".to_string(), |m| format!("(int)({})", self.at(m, "e")));
+        inputs.push(format!("\"r\"({m})"));
+        self.line(&format!(
+            "// {w} x {} per atomic ({}-byte vectors)",
+            s.triton_name(),
+            w * u64::from(s.size())
+        ));
+        self.line("#pragma unroll");
+        self.open(&format!("for (int e = 0; e < {}; e += {w}) {{", l.ept));
+        let zeros: Vec<String> = (0..n).map(|j| format!("kwb_o{j} = 0")).collect();
+        self.line(&format!("{bits_ty} {};", zeros.join(", ")));
+        self.line(&format!(
+            "asm volatile(\"{asm}\" : {} : {} : \"memory\");",
+            outs.join(", "),
+            inputs.join(", ")
+        ));
+        for j in 0..w {
+            let d = self.at(dst, &lane(j));
+            let v = if from_bits.is_empty() {
+                format!("kwb_o{j}")
+            } else {
+                format!("{from_bits}(kwb_o{j})")
+            };
+            self.line(&format!("{d} = {v};"));
+        }
+        self.close("}");
     }
 }
