@@ -52,6 +52,13 @@ def scale_in_place(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
 
 
+@triton.jit
+def double_into(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+
 torch.manual_seed(0)
 n = 1000
 x, y = torch.randn(n), torch.randn(n)
@@ -69,6 +76,8 @@ pick_rows[(7,)](a, lab, o, keep, a.stride(0), 33, 0.5, ACT="relu", OUT_DTYPE=tl.
 
 z = torch.randn(300)
 scale_in_place[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](z, 300)
+d = z[:64] * 2.0  # already what the kernel writes: capture must find the output by replaying
+double_into[(1,)](z, d, 64, BLOCK=64)
 if "--alias" in sys.argv:
     add_kernel[(1,)](x, x, x, 16, BLOCK=16)  # in place: one buffer, passed three times
     add_kernel[(1,)](x[:32], x[16:48], out, 32, BLOCK=32)  # views that overlap in part
@@ -153,7 +162,19 @@ fn a_programs_launches_become_workspaces_that_pass_against_tritons_outputs() {
     // (Autotuned kernels need a GPU driver even under the interpreter: not tried here.)
     assert_eq!(
         written,
-        ["add_kernel.yaml", "pick_rows.yaml", "scale_in_place.yaml"]
+        [
+            "add_kernel.yaml",
+            "double_into.yaml",
+            "pick_rows.yaml",
+            "scale_in_place.yaml"
+        ]
+    );
+    let double = std::fs::read_to_string(dir.join("double_into.yaml")).unwrap();
+    assert!(
+        double.contains("found the outputs: out_ptr.")
+            && double.contains("  out_ptr: {dtype: f32, shape: [64], init: {npy:")
+            && double.contains("output: true"),
+        "{double}"
     );
 
     let pick = std::fs::read_to_string(dir.join("pick_rows.yaml")).unwrap();

@@ -397,6 +397,16 @@ class _Capture:
             needed += _npy_size(s.before, torch) + (_npy_size(s.after, torch) if s.entry["changed"] else 0)
         if needed > self.sink.bytes_left():
             return self.limit(kernel, needed)
+        if snapshots and not any(s.entry["changed"] for s in snapshots):
+            # Every tensor already held what the launch wrote (a buffer the allocator handed
+            # back with the last identical result in it): find the outputs by replaying.
+            try:
+                record["probed"] = self.probe_outputs(plan, args, kwargs)
+            except Exception as exc:
+                record["probe_error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            needed = sum(_npy_size(s.before, torch) * (2 if s.entry["changed"] else 1) for s in snapshots)
+            if needed > self.sink.bytes_left():
+                return self.limit(kernel, needed)
         if self.time and on_gpu and not plan["interp"]:
             try:
                 record["triton_us"], record["triton_samples"] = self.time_launch(plan, args, kwargs)
@@ -416,6 +426,46 @@ class _Capture:
         kernel.recorded += 1
         kernel.closed = kernel.recorded >= self.max_per_kernel
         self.recorded += 1
+
+    def replay(self, plan, args, kwargs, clones):
+        """Runs Triton's kernel once more with `clones` (tensor id -> tensor) in its arguments."""
+        torch = plan["torch"]
+
+        def swap(v):
+            return clones.get(id(v), v) if isinstance(v, torch.Tensor) else v
+
+        call_kwargs = {k: swap(v) for k, v in kwargs.items()}
+        call_kwargs["grid"], call_kwargs["warmup"] = tuple(plan["record"]["grid"]), False
+        plan["original"](plan["fn_obj"], *[swap(a) for a in args], **call_kwargs)
+        if any(s.tensor.is_cuda for s in plan["snapshots"]):
+            torch.cuda.synchronize()
+
+    def clones_of(self, plan):
+        torch, clones = plan["torch"], {}
+        for s in plan["snapshots"]:
+            if id(s.tensor) not in clones:  # the same tensor twice stays one clone
+                memory = s.before.to(s.tensor.device, copy=True)
+                clones[id(s.tensor)] = (torch.as_strided(memory, s.tensor.shape, s.tensor.stride(), 0), memory)
+        return clones
+
+    def probe_outputs(self, plan, args, kwargs):
+        """The tensors a replay writes: one replay per tensor (at most 16), that tensor filled
+        with 0xff bytes and the others as they were; written if any byte changed. Marks them
+        changed (their reference stays what the program's own launch left)."""
+        torch, found = plan["torch"], []
+        distinct = {}
+        for s in plan["snapshots"]:
+            distinct.setdefault(id(s.tensor), []).append(s)
+        for key, group in list(distinct.items())[:16]:
+            clones = self.clones_of(plan)
+            view, memory = clones[key]
+            memory.view(torch.uint8).fill_(255)
+            self.replay(plan, args, kwargs, {k: v for k, (v, _) in clones.items()})
+            if bool((memory.view(torch.uint8) != 255).any()):
+                for s in group:
+                    s.entry["changed"] = True
+                    found.append(s.entry["name"])
+        return found
 
     # -- GPU only: Triton's own kernel, timed on clones of the pre-launch tensors ------------
     def time_launch(self, plan, args, kwargs):

@@ -77,6 +77,11 @@ pub struct Launch {
     pub timing_error: Option<String>,
     #[serde(default)]
     pub launch_index: u64,
+    /// Every tensor already held what the launch wrote: the outputs a replay found (`hook.py`).
+    #[serde(default)]
+    pub probed: Vec<String>,
+    #[serde(default)]
+    pub probe_error: Option<String>,
 }
 
 fn four() -> u32 {

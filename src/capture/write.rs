@@ -121,7 +121,19 @@ pub fn workspace(launch: &Launch, origin: &Origin) -> Result<Text, Problems> {
     let _ = writeln!(y, "buffers:\n{buffers}");
     if reference.is_empty() {
         y += "# The launch changed none of its tensors: there is nothing to check.\n";
+        if let Some(e) = &launch.probe_error {
+            let _ = writeln!(y, "# A replay to find its outputs failed: {e}");
+        }
     } else {
+        if !launch.probed.is_empty() {
+            let _ = writeln!(
+                y,
+                "# Every tensor already held what this launch wrote (an earlier identical launch \
+                 left it there); replays with each tensor filled with 0xff bytes found the \
+                 outputs: {}.",
+                launch.probed.join(", ")
+            );
+        }
         let _ = writeln!(y, "reference:\n  npy:\n{reference}");
         if let Some((rtol, atol)) = tolerance(launch) {
             let _ = writeln!(

@@ -141,14 +141,19 @@ impl Writer<'_> {
             }
         ));
         match order {
+            SumOrder::Sequential if ept >= 2 => {
+                // The first two as a pair, then each onto the running sum (`ir::sums`).
+                let first = self.term_pair(&t, "0", "1");
+                self.line(&format!("{ty} kwb_v = {first};"));
+                if ept > 2 {
+                    let onto = self.term_onto(&t, "kwb_v", "e");
+                    self.line("#pragma unroll");
+                    self.line(&format!("for (int e = 2; e < {ept}; ++e) kwb_v = {onto};"));
+                }
+            }
             SumOrder::Sequential => {
                 let first = self.term_alone(&t, "0");
                 self.line(&format!("{ty} kwb_v = {first};"));
-                if ept > 1 {
-                    let onto = self.term_onto(&t, "kwb_v", "e");
-                    self.line("#pragma unroll");
-                    self.line(&format!("for (int e = 1; e < {ept}; ++e) kwb_v = {onto};"));
-                }
             }
             SumOrder::Tree if matches!(s, Scalar::F16 | Scalar::BF16) && ept >= 4 => {
                 // Packed in pairs of registers: the even ones and the odd ones apart.

@@ -16,6 +16,7 @@ impl Writer<'_> {
             self.persistent_body(&body_stmts);
         } else {
             match self.tail_plan(&body_stmts) {
+                _ if self.huge_streaming(&body_stmts) => self.element_loop(&body_stmts),
                 Some(plan) => self.tail_split(&body_stmts, &plan),
                 None => self.block(&body_stmts),
             }

@@ -25,9 +25,18 @@
 //! The choice is per thread, which is sound because nothing in a streaming kernel is shared
 //! between threads, and every variable is assigned once (so re-running a statement per element
 //! gives the same scalars).
+//!
+//! **Huge tiles.** A streaming kernel whose threads hold more than 128 elements each (liger's
+//! causal mask: a 512×512 tile over 4 warps, 2048 per thread) is written as that element loop
+//! alone, for every thread: as register arrays it took NVRTC 225 s to compile into 32 KiB of
+//! local memory per thread.
 
 use super::writer::Writer;
 use crate::tile::ir::{Op, Stmt, StmtKind, VarId};
+
+/// Elements per thread above which a streaming kernel walks its elements in a loop (see the
+/// module's notes).
+const HUGE_EPT: u64 = 128;
 
 /// Registers a thread of a streaming kernel may use (see the module's notes).
 const STREAMING_REGISTERS: u32 = 64;
@@ -190,5 +199,45 @@ impl Writer<'_> {
                 _ => None,
             })
             .unwrap_or(1)
+    }
+
+    /// Whether `body` is streaming with more than [`HUGE_EPT`] elements per thread.
+    pub fn huge_streaming(&self, body: &[Stmt]) -> bool {
+        self.streaming(body) && self.tail_ept(body) > HUGE_EPT
+    }
+
+    /// `body` one element at a time for every thread: its scalars first (a streaming kernel's
+    /// scalars never read a tile), then a loop over the elements, every tile a scalar.
+    pub fn element_loop(&mut self, body: &[Stmt]) {
+        let ept = self.tail_ept(body);
+        let tiled: Vec<bool> = body
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Assign { dst, .. } => self.is_tile(*dst),
+                _ => true,
+            })
+            .collect();
+        for (s, _) in body.iter().zip(&tiled).filter(|(_, t)| !**t) {
+            self.stmt(s);
+        }
+        self.line(&format!(
+            "// {ept} elements per thread: one at a time, each tile a scalar"
+        ));
+        self.line("#pragma unroll 4");
+        self.open(&format!("for (int e = 0; e < {ept}; ++e) {{"));
+        for s in body {
+            if let StmtKind::Assign { dst, .. } = &s.kind {
+                if self.is_tile(*dst) && !self.is_uniform(*dst) {
+                    let t = super::names::c_elem(self.k.ty(*dst).elem);
+                    self.line(&format!("{t} {}_s;", self.name(*dst)));
+                }
+            }
+        }
+        self.per_element = true;
+        for (s, _) in body.iter().zip(&tiled).filter(|(_, t)| **t) {
+            self.stmt(s);
+        }
+        self.per_element = false;
+        self.close("}");
     }
 }

@@ -9,7 +9,10 @@
 //! 3. the warps' results combine by the same butterfly over the warps.
 //!
 //! LLVM contracts a product that feeds the sum (`tl.sum(x * y)`): a fused multiply-add takes
-//! the place of the add (`fma.rn.bf16`), the other operand's product rounded first.
+//! the place of the add (`fma.rn.bf16`). Where both operands of an add are products (the first
+//! two terms of a fold, the pairs of a tree's first level) the first is contracted and the
+//! second rounded on its own (Triton 3.6's PTX: `mul.bf16` of element 1, then `fma.rn.bf16` of
+//! element 0 onto it).
 //!
 //! kwb's CUDA writer emits exactly this order, and the interpreter models it with [`full_sum`],
 //! so that a full float reduction of a blocked tile gives Triton's bits, not merely a close
@@ -285,9 +288,12 @@ impl Arith {
             return 0.0;
         };
         match order {
-            SumOrder::Sequential => terms[1..]
+            // The first two as a pair (LLVM contracts the first's product, both being
+            // products), then each onto the running sum.
+            SumOrder::Sequential if terms.len() >= 2 => terms[2..]
                 .iter()
-                .fold(self.alone(first), |acc, &t| self.onto(acc, t)),
+                .fold(self.pair(first, terms[1]), |acc, &t| self.onto(acc, t)),
+            SumOrder::Sequential => self.alone(first),
             SumOrder::Tree if self.dtype.size() == 2 && terms.len() >= 4 => {
                 let half = |odd: usize| -> Vec<Term> {
                     terms.iter().skip(odd).step_by(2).copied().collect()

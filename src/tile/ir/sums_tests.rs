@@ -34,16 +34,21 @@ fn sixteen_bit_orders_round_differently() {
 fn a_contracted_product_keeps_its_low_bits() {
     let (a, c, d) = (1.0 + 2f64.powi(-7), -1.0, 1.0 + 2f64.powi(-6));
     // a * a = 1 + 2^-6 + 2^-14: rounded alone it loses 2^-14, fused into the add it keeps it.
-    let first_rounded = [Term::Product(a, a), Term::Product(c, d)];
-    assert_eq!(BF16.thread(SumOrder::Sequential, &first_rounded), 0.0);
-    let then_fused = [Term::Product(c, d), Term::Product(a, a)];
-    assert_eq!(
-        BF16.thread(SumOrder::Sequential, &then_fused),
-        2f64.powi(-14)
-    );
-    // The tree fuses the first of a pair and rounds the second.
-    assert_eq!(BF16.thread(SumOrder::Tree, &then_fused), 0.0);
-    assert_eq!(BF16.thread(SumOrder::Tree, &first_rounded), 2f64.powi(-14));
+    // Both orders take the first two terms as a pair: the first product fused, the second
+    // rounded.
+    let first_fused = [Term::Product(a, a), Term::Product(c, d)];
+    let second_fused = [Term::Product(c, d), Term::Product(a, a)];
+    for order in [SumOrder::Sequential, SumOrder::Tree] {
+        assert_eq!(
+            BF16.thread(order, &first_fused),
+            2f64.powi(-14),
+            "{order:?}"
+        );
+        assert_eq!(BF16.thread(order, &second_fused), 0.0, "{order:?}");
+    }
+    // Later terms of a fold are fused onto the running sum.
+    let third = [Term::Value(0.0), Term::Product(c, d), Term::Product(a, a)];
+    assert_eq!(BF16.thread(SumOrder::Sequential, &third), 2f64.powi(-14));
 }
 
 #[test]
