@@ -413,6 +413,13 @@ class _Capture:
             except Exception as exc:
                 record["triton_us"], record["triton_samples"] = None, 0
                 record["timing_error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        if on_gpu and not plan["interp"] and any(s.entry["changed"] for s in snapshots):
+            try:
+                spread = self.spread(plan, args, kwargs)
+                if spread:
+                    record["spread"] = spread
+            except Exception as exc:
+                record["spread_error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         prefix = f"{os.getpid()}-{self.recorded:04d}-{kernel.name}"
         for s in snapshots:
             data, npy_dtype = _npy_of(s.before, torch)
@@ -447,6 +454,26 @@ class _Capture:
                 memory = s.before.to(s.tensor.device, copy=True)
                 clones[id(s.tensor)] = (torch.as_strided(memory, s.tensor.shape, s.tensor.stride(), 0), memory)
         return clones
+
+    def spread(self, plan, args, kwargs):
+        """Triton's own run-to-run difference: the launch replayed once on fresh copies of its
+        inputs, each changed float output compared with what the program's launch wrote
+        (float atomics add in no fixed order). {name: largest absolute difference}."""
+        torch = plan["torch"]
+        clones = self.clones_of(plan)
+        self.replay(plan, args, kwargs, {k: v for k, (v, _) in clones.items()})
+        out = {}
+        for s in plan["snapshots"]:
+            if not s.entry["changed"] or not s.after.is_floating_point():
+                continue
+            again = clones[id(s.tensor)][1].to("cpu")
+            if torch.equal(again.view(torch.uint8), s.after.view(torch.uint8)):
+                continue
+            a, b = again.double(), s.after.double()
+            finite = torch.isfinite(a) & torch.isfinite(b)
+            diff = (a - b).abs()[finite]
+            out[s.entry["name"]] = float(diff.max()) if diff.numel() else float("inf")
+        return out
 
     def probe_outputs(self, plan, args, kwargs):
         """The tensors a replay writes: one replay per tensor (at most 16), that tensor filled

@@ -82,6 +82,10 @@ pub struct Launch {
     pub probed: Vec<String>,
     #[serde(default)]
     pub probe_error: Option<String>,
+    /// Triton's own replay of the launch differed from its first run (float atomics add in
+    /// no fixed order): output → largest absolute difference.
+    #[serde(default)]
+    pub spread: std::collections::BTreeMap<String, f64>,
 }
 
 fn four() -> u32 {

@@ -97,7 +97,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_row(float* x_ptr_0, fl
         // tl.sum in float32 as Triton 3.8+ adds it: each partial sum rounded
         float kwb_v_l[4];
         #pragma unroll
-        for (int i = 0; i < 4; ++i) kwb_v_l[i] = __fadd_rn(num_18[(2 * i) * 1 + 0], num_18[(2 * i + 1) * 1 + 0]);
+        for (int i = 0; i < 4; ++i) kwb_v_l[i] = __fadd_rn(num_18[2 * i], num_18[2 * i + 1]);
         #pragma unroll
         for (int i = 0; i < 2; ++i) kwb_v_l[i] = __fadd_rn(kwb_v_l[2 * i], kwb_v_l[2 * i + 1]);
         #pragma unroll

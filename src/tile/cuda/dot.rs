@@ -169,20 +169,24 @@ impl Writer<'_> {
             let a_elems = m * lda;
             let stage = (a_elems + k * ldb) * size;
             // Two copies when they fit beside everything else, else one and a closing barrier.
-            let used = self.scratch_bytes + self.site_bytes + self.dot_bytes + self.ring_bytes;
+            let used = self.scratch_bytes
+                + self.site_bytes
+                + self.dot_bytes
+                + self.dot_single
+                + self.ring_bytes;
             double = self.allow_double && used + 2 * stage <= SMEM_LIMIT;
-            let copies = if double { 2 } else { 1 };
-            let off = self.dot_bytes;
-            self.dot_bytes += copies * stage;
             self.dot_sites.push(double);
-            let buf = if double {
-                format!(" + kwb_dotbuf_{site} * {stage}")
+            let base = if double {
+                let off = self.dot_bytes;
+                self.dot_bytes += 2 * stage;
+                format!("kwb_dot + {off} + kwb_dotbuf_{site} * {stage}")
             } else {
-                String::new()
+                // One copy, closed by a barrier: every such site stages into one shared
+                // region, sized for the largest (an unrolled loop of dots needs no more).
+                self.dot_single = self.dot_single.max(stage);
+                "kwb_dot1".to_string()
             };
-            self.line(&format!(
-                "{t}* kwb_da = reinterpret_cast<{t}*>(kwb_dot + {off}{buf});"
-            ));
+            self.line(&format!("{t}* kwb_da = reinterpret_cast<{t}*>({base});"));
             self.line(&format!("{t}* kwb_db = kwb_da + {a_elems};"));
             self.stage(a, "kwb_da", k, lda);
             self.stage(b, "kwb_db", n, ldb);

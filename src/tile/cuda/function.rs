@@ -21,6 +21,9 @@ impl Writer<'_> {
                 None => self.block(&body_stmts),
             }
         }
+        // The single-copy dots' shared region follows the double-buffered ones' regions.
+        let single_at = self.dot_bytes;
+        self.dot_bytes += self.dot_single;
         // Static: everything but the rings. The rings join it while the total fits 48 KiB,
         // else they go to dynamic shared memory, up to the opt-in limit.
         let fixed = self.scratch_bytes + self.site_bytes + self.dot_bytes;
@@ -172,6 +175,12 @@ impl Writer<'_> {
                 head,
                 "    __shared__ __align__(16) unsigned char kwb_dot[{}];",
                 self.dot_bytes
+            );
+        }
+        if self.dot_single > 0 {
+            let _ = writeln!(
+                head,
+                "    unsigned char* const kwb_dot1 = kwb_dot + {single_at};"
             );
         }
         for (i, double) in self.dot_sites.iter().enumerate() {

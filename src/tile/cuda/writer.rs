@@ -60,6 +60,9 @@ pub struct Writer<'k> {
     pub site_bytes: u64,
     /// Bytes of the shared staging buffers of the dots (each site its own region).
     pub dot_bytes: u64,
+    /// Bytes of the region every single-copy dot site shares (`kwb_dot1`, after the
+    /// double-buffered sites' own regions in `kwb_dot`).
+    pub dot_single: u64,
     /// Per dot site: whether it alternates between two copies of its buffers.
     pub dot_sites: Vec<bool>,
     /// Whether a dot site may take two copies (cleared when that would not fit).
@@ -151,6 +154,7 @@ impl<'k> Writer<'k> {
             scratch_bytes: 0,
             site_bytes: 0,
             dot_bytes: 0,
+            dot_single: 0,
             dot_sites: Vec::new(),
             allow_double: true,
             consts,
