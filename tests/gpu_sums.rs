@@ -14,25 +14,7 @@ use kwb::run::gpu::gpu_or_skip;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAM: &str = r#"import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def row_sum(x_ptr, w_ptr, y_ptr, N, BLOCK: tl.constexpr, PRODUCT: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * N + offs, mask=offs < N, other=0.0)
-    if PRODUCT:
-        w = tl.load(w_ptr + offs, mask=offs < N, other=0.0)
-        s = tl.sum(x * w, axis=0)
-    else:
-        s = tl.sum(x, axis=0)
-    tl.store(y_ptr + row, s)
-
-
-torch.manual_seed(0)
+const DRIVER: &str = r#"torch.manual_seed(0)
 for dtype in (torch.bfloat16, torch.float16, torch.float32):
     for n, warps in ((1024, 4), (4096, 8), (8192, 16), (64, 4), (1000, 4)):
         block = triton.next_power_of_2(n)
@@ -109,7 +91,11 @@ fn full_sums_give_compiled_tritons_bits() {
     let Some(site) = python_site() else { return };
     support::provision_nvrtc();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("prog.py"), PROGRAM).unwrap();
+    let program = format!(
+        "import torch\n{}\n{DRIVER}",
+        include_str!("fixtures/sums/row_sum.py")
+    );
+    std::fs::write(dir.path().join("prog.py"), program).unwrap();
     let out = Command::new(support::kwb_bin())
         .current_dir(dir.path())
         .env("PYTHONPATH", &site)

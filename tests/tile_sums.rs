@@ -7,22 +7,9 @@ mod support;
 
 use support::differential::{cpu_vs_emulator, Case};
 
-const KERNEL: &str = r#"import triton
-import triton.language as tl
-
-
-@triton.jit
-def k(x_ptr, w_ptr, y_ptr, N, BLOCK: tl.constexpr, PRODUCT: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * N + offs, mask=offs < N, other=0.0)
-    if PRODUCT:
-        w = tl.load(w_ptr + offs, mask=offs < N, other=0.0)
-        s = tl.sum(x * w, axis=0)
-    else:
-        s = tl.sum(x, axis=0)
-    tl.store(y_ptr + row, s)
-"#;
+/// `row_sum(x_ptr, w_ptr, y_ptr, N, BLOCK, PRODUCT)`: each program sums a row, of `x` or of
+/// `x * w` (shared with `tests/gpu_sums.rs`).
+const KERNEL: &str = include_str!("fixtures/sums/row_sum.py");
 
 fn bit_exact(dtype: &str, triton: &str, n: u32, block: u32, warps: u32, product: bool) {
     support::provision_nvrtc();
@@ -31,7 +18,7 @@ fn bit_exact(dtype: &str, triton: &str, n: u32, block: u32, warps: u32, product:
     let file = dir.path().join("sums.py");
     std::fs::write(&file, KERNEL).unwrap();
     let yaml = format!(
-        "name: sums\nsizes:\n  - {{name: s, R: 8, N: {n}}}\nbuffers:\n  x: {{dtype: {dtype}, shape: [R, N]}}\n  w: {{dtype: {dtype}, shape: [N]}}\n  y: {{dtype: {dtype}, shape: [R], output: true}}\nversions:\n  k:\n    file: {}\n    entry: k\n    triton: \"{triton}\"\n    constexprs: {{BLOCK: {block}, PRODUCT: {}}}\n    num_warps: {warps}\n    grid: R\n    args: [x, w, y, N]\n",
+        "name: sums\nsizes:\n  - {{name: s, R: 8, N: {n}}}\nbuffers:\n  x: {{dtype: {dtype}, shape: [R, N]}}\n  w: {{dtype: {dtype}, shape: [N]}}\n  y: {{dtype: {dtype}, shape: [R], output: true}}\nversions:\n  k:\n    file: {}\n    entry: row_sum\n    triton: \"{triton}\"\n    constexprs: {{BLOCK: {block}, PRODUCT: {}}}\n    num_warps: {warps}\n    grid: R\n    args: [x, w, y, N]\n",
         file.display(),
         if product { "True" } else { "False" }
     );
@@ -86,7 +73,7 @@ fn an_unknown_triton_release_is_an_error_at_its_field() {
     let path = dir.path().join("w.yaml");
     std::fs::write(
         &path,
-        "name: sums\nsizes:\n  - {name: s, N: 8}\nbuffers:\n  x: {dtype: f32, shape: [N]}\nversions:\n  k:\n    file: sums.py\n    entry: k\n    triton: \"2.1\"\n    grid: 1\n    args: [x, x, x, N]\n",
+        "name: sums\nsizes:\n  - {name: s, N: 8}\nbuffers:\n  x: {dtype: f32, shape: [N]}\nversions:\n  k:\n    file: sums.py\n    entry: row_sum\n    triton: \"2.1\"\n    grid: 1\n    args: [x, x, x, N]\n",
     )
     .unwrap();
     let e = kwb::workspace::load(&path).unwrap_err().to_string();

@@ -170,14 +170,7 @@ impl Writer<'_> {
         self.line("// one element at a time: the tail's few threads, in little code");
         self.line("#pragma unroll 1");
         self.open(&format!("for (int e = 0; e < {ept}; ++e) {{"));
-        for s in body {
-            if let StmtKind::Assign { dst, .. } = &s.kind {
-                if self.is_tile(*dst) && !self.is_uniform(*dst) {
-                    let t = super::names::c_elem(self.k.ty(*dst).elem);
-                    self.line(&format!("{t} {}_s;", self.name(*dst)));
-                }
-            }
-        }
+        self.declare_element_scalars(body);
         self.per_element = true;
         // The prefix's scalars are already set; its tiles are recomputed as scalars.
         for s in head {
@@ -225,6 +218,17 @@ impl Writer<'_> {
         ));
         self.line("#pragma unroll 4");
         self.open(&format!("for (int e = 0; e < {ept}; ++e) {{"));
+        self.declare_element_scalars(body);
+        self.per_element = true;
+        for (s, _) in body.iter().zip(&tiled).filter(|(_, t)| **t) {
+            self.stmt(s);
+        }
+        self.per_element = false;
+        self.close("}");
+    }
+
+    /// `T name_s;` for each tile `body` assigns (not uniform ones): the element loop's scalars.
+    fn declare_element_scalars(&mut self, body: &[Stmt]) {
         for s in body {
             if let StmtKind::Assign { dst, .. } = &s.kind {
                 if self.is_tile(*dst) && !self.is_uniform(*dst) {
@@ -233,11 +237,5 @@ impl Writer<'_> {
                 }
             }
         }
-        self.per_element = true;
-        for (s, _) in body.iter().zip(&tiled).filter(|(_, t)| **t) {
-            self.stmt(s);
-        }
-        self.per_element = false;
-        self.close("}");
     }
 }
