@@ -434,8 +434,9 @@ class _Capture:
         kernel.closed = kernel.recorded >= self.max_per_kernel
         self.recorded += 1
 
-    def replay(self, plan, args, kwargs, clones):
-        """Runs Triton's kernel once more with `clones` (tensor id -> tensor) in its arguments."""
+    def call(self, plan, args, kwargs, clones):
+        """The launch's arguments with `clones` (tensor id -> tensor) for the program's tensors,
+        as `run` takes them."""
         torch = plan["torch"]
 
         def swap(v):
@@ -443,14 +444,21 @@ class _Capture:
 
         call_kwargs = {k: swap(v) for k, v in kwargs.items()}
         call_kwargs["grid"], call_kwargs["warmup"] = tuple(plan["record"]["grid"]), False
-        plan["original"](plan["fn_obj"], *[swap(a) for a in args], **call_kwargs)
+        return [swap(a) for a in args], call_kwargs
+
+    def replay(self, plan, args, kwargs, clones):
+        """Runs Triton's kernel once more with `clones` (tensor id -> tensor) in its arguments."""
+        call_args, call_kwargs = self.call(plan, args, kwargs, clones)
+        plan["original"](plan["fn_obj"], *call_args, **call_kwargs)
         if any(s.tensor.is_cuda for s in plan["snapshots"]):
-            torch.cuda.synchronize()
+            plan["torch"].cuda.synchronize()
 
     def clones_of(self, plan):
+        """Fresh copies of the pre-launch tensors, on their devices: tensor id -> (a view shaped
+        as the argument, the whole copied memory). The same tensor twice stays one copy."""
         torch, clones = plan["torch"], {}
         for s in plan["snapshots"]:
-            if id(s.tensor) not in clones:  # the same tensor twice stays one clone
+            if id(s.tensor) not in clones:
                 memory = s.before.to(s.tensor.device, copy=True)
                 clones[id(s.tensor)] = (torch.as_strided(memory, s.tensor.shape, s.tensor.stride(), 0), memory)
         return clones
@@ -499,18 +507,8 @@ class _Capture:
         import statistics
         from torch.profiler import ProfilerActivity, profile
         torch, name = plan["torch"], plan["kernel"].name
-        clones = {}
-        for s in plan["snapshots"]:
-            if id(s.tensor) not in clones:  # the same tensor twice stays one clone
-                memory = s.before.to(s.tensor.device)
-                clones[id(s.tensor)] = torch.as_strided(memory, s.tensor.shape, s.tensor.stride(), 0)
-
-        def swap(v):
-            return clones.get(id(v), v) if isinstance(v, torch.Tensor) else v
-
-        call_args = [swap(a) for a in args]
-        call_kwargs = {k: swap(v) for k, v in kwargs.items()}
-        call_kwargs["grid"], call_kwargs["warmup"] = tuple(plan["record"]["grid"]), False
+        clones = {k: view for k, (view, _) in self.clones_of(plan).items()}
+        call_args, call_kwargs = self.call(plan, args, kwargs, clones)
         device = next(s.tensor.device for s in plan["snapshots"] if s.tensor.is_cuda)
         with torch.cuda.device(device), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the profiler's notes are not the program's output

@@ -179,16 +179,11 @@ pub(super) fn float_sum(
     };
     match out {
         Data::Float(r) => {
-            r.iter_mut().for_each(|v| *v = round(ty_scalar(ty), total));
+            let (Elem::Scalar(ds) | Elem::Ptr(ds)) = ty.elem;
+            r.iter_mut().for_each(|v| *v = round(ds, total));
             Ok(())
         }
         _ => Err(Fault::interp("a float sum into a non-float")),
-    }
-}
-
-fn ty_scalar(ty: &Type) -> Scalar {
-    match ty.elem {
-        Elem::Scalar(s) | Elem::Ptr(s) => s,
     }
 }
 

@@ -14,17 +14,18 @@
 //! second rounded on its own (Triton 3.6's PTX: `mul.bf16` of element 1, then `fma.rn.bf16` of
 //! element 0 onto it).
 //!
-//! kwb's CUDA writer emits exactly this order, and the interpreter models it with [`full_sum`],
-//! so that a full float reduction of a blocked tile gives Triton's bits, not merely a close
-//! value. Checked against the LLVM IR of Triton 3.5.1, 3.6.0, 3.7.1, 3.8.0 and 3.9.0 for sm_90,
-//! and on an H100 against Triton 3.6.0 (`tests/gpu_tile_diff.rs`).
+//! kwb's CUDA writer emits this order and the interpreter models it with [`full_sum`], so that
+//! a full float reduction of a blocked tile gives Triton's bits where Triton places the elements
+//! as kwb does (rows it can prove aligned): checked against the LLVM IR of Triton 3.5.1, 3.6.0,
+//! 3.7.1, 3.8.0 and 3.9.0 for sm_90, and on an H200 against Triton 3.6.0 (`tests/gpu_sums.rs`).
+//! Not modelled: with vector loads LLVM's vectorizer packs the products and contracts only some
+//! of them, so sums of products can still differ.
 
 use super::{BinOp, Kernel, Op, Scalar, Stmt, StmtKind, VarId};
 use std::collections::HashMap;
 
 /// How a thread combines its own registers in a float sum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SumOrder {
     /// Triton 3.0 to 3.7: left to right.
     Sequential,
