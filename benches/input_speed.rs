@@ -7,7 +7,7 @@
 //! element per core. The GPU worker draws the same bits on the device (`run::devgen`); the
 //! host's draw is what the reference and the CPU backends wait for on a fresh seed.
 
-use kwb::run::inputs::generate;
+use kwb::run::host::inputs::generate;
 use kwb::workspace::{DType, Init};
 use std::time::Instant;
 

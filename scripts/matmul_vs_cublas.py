@@ -158,7 +158,7 @@ def _cuda():
 def tma_same_harness(path, entry, dyn, maps, a, b, c, m, n, k, grid, threads, persistent):
     """(events µs, kernel µs, the call) of a version that copies with TMA, launched through the
     driver with the tensor maps kwb reports for it (`kwb inspect --format json`), encoded as
-    kwb encodes them (src/run/program.rs): 2-byte elements, the reported swizzle, 256-byte L2
+    kwb encodes them (src/run/gpu/program.rs): 2-byte elements, the reported swizzle, 256-byte L2
     promotion, zeros outside. A persistent one takes the program count before the maps and
     runs one CTA per SM (its shared memory allows one)."""
     import ctypes

@@ -176,7 +176,7 @@ struct BatchArgs {
     #[command(flatten)]
     worker: WorkerArgs,
     /// Bytes of red zone before and after every buffer, checked for stray writes (0: off).
-    #[arg(long, default_value_t = kwb::run::canary::DEFAULT_GUARD_BYTES as u64)]
+    #[arg(long, default_value_t = kwb::run::protocol::DEFAULT_GUARD_BYTES as u64)]
     guard_bytes: u64,
     /// Run on the CPU, no GPU needed: CUDA versions in kwb's PTX emulator (with memory, race,
     /// initialisation and sync checks), tile versions in the tile interpreter; checks, no timing.
@@ -365,7 +365,9 @@ fn main() -> ExitCode {
         Command::Batch(args) => run_batch(args),
         Command::Merge(args) => run_merge(args),
         Command::Capture(args) => run_capture(args),
-        Command::Worker => kwb::run::worker::serve(std::io::stdin(), Box::new(std::io::stdout())),
+        Command::Worker => {
+            kwb::run::gpu::worker::serve(std::io::stdin(), Box::new(std::io::stdout()))
+        }
     };
     ExitCode::from(code as u8)
 }
@@ -439,7 +441,11 @@ fn resolve_arch(flag: Option<&str>, ws: &Workspace) -> Result<Arch, String> {
 
 /// The arch of GPU 0, asked of the driver only when nothing else names one.
 fn detected_arch() -> Option<Arch> {
-    kwb::run::gpu::Gpu::open(0).ok()?.arch().ok().flatten()
+    kwb::run::gpu::open::Gpu::open(0)
+        .ok()?
+        .arch()
+        .ok()
+        .flatten()
 }
 
 fn run_inspect(args: InspectArgs) -> i32 {

@@ -51,7 +51,7 @@ fn a_bad_baseline_or_workspace_is_a_usage_error() {
 
 #[test]
 fn without_a_gpu_batch_exits_5_and_says_why() {
-    if kwb::run::gpu::probe(0).is_ok() {
+    if kwb::run::gpu::open::probe(0).is_ok() {
         println!("a GPU is present; the no-GPU path is not exercised here");
         return;
     }

@@ -17,7 +17,7 @@ fn triton_outputs(dir: &Path) -> BTreeMap<String, Vec<f64>> {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if let Some(buffer) = name.strip_suffix(".triton.npy") {
-            let (_, data) = kwb::run::npy::read_f64(&e.path()).unwrap();
+            let (_, data) = kwb::run::host::npy::read_f64(&e.path()).unwrap();
             out.insert(buffer.to_string(), data);
         }
     }

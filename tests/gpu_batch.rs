@@ -7,7 +7,7 @@
 mod support;
 
 use kwb::report::{BatchReport, Status};
-use kwb::run::gpu::gpu_or_skip;
+use kwb::run::gpu::open::gpu_or_skip;
 use std::process::Command;
 
 fn batch(workspace: &str, extra: &[&str]) -> (i32, BatchReport, String) {

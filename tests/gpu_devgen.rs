@@ -4,10 +4,10 @@
 //! the upload it replaces (printed, not asserted). Ignored without `--include-ignored` (they
 //! need a GPU); run with it and no GPU, they skip, or fail under `KWB_REQUIRE_GPU=1`.
 
-use kwb::run::devgen::{draws_on_device, DeviceGen, Draw};
-use kwb::run::device::{DevBuf, Stream};
-use kwb::run::gpu::{gpu_or_skip, Gpu};
-use kwb::run::inputs::{generate, recipe};
+use kwb::run::gpu::devgen::{draws_on_device, DeviceGen, Draw};
+use kwb::run::gpu::device::{DevBuf, Stream};
+use kwb::run::gpu::open::{gpu_or_skip, Gpu};
+use kwb::run::host::inputs::{generate, recipe};
 use kwb::workspace::{DType, Init};
 use std::time::Instant;
 

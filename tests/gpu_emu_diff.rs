@@ -21,7 +21,8 @@ fn emulated(c: &CompiledVersion) -> CpuCode {
 #[test]
 #[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn emulator_and_gpu_agree_on_every_shipped_kernel() {
-    let Some(gpu) = kwb::run::gpu::gpu_or_skip("emulator_and_gpu_agree_on_every_shipped_kernel")
+    let Some(gpu) =
+        kwb::run::gpu::open::gpu_or_skip("emulator_and_gpu_agree_on_every_shipped_kernel")
     else {
         return;
     };

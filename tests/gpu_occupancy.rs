@@ -7,7 +7,7 @@ mod support;
 
 use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 use kwb::compile::occupancy::{occupancy, KernelUsage};
-use kwb::run::gpu::{driver_occupancy, gpu_or_skip, kernel_attrs};
+use kwb::run::gpu::open::{driver_occupancy, gpu_or_skip, kernel_attrs};
 use kwb::workspace::Workspace;
 
 #[test]

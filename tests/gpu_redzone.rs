@@ -6,7 +6,7 @@
 mod support;
 
 use kwb::report::{BatchReport, RunResult, Status};
-use kwb::run::gpu::gpu_or_skip;
+use kwb::run::gpu::open::gpu_or_skip;
 use std::process::Command;
 
 const WS: &str = "tests/fixtures/redzone/redzone.yaml";

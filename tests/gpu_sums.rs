@@ -10,7 +10,7 @@
 mod support;
 
 use kwb::report::{BatchReport, Status};
-use kwb::run::gpu::gpu_or_skip;
+use kwb::run::gpu::open::gpu_or_skip;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -43,7 +43,7 @@ fn differ(
 #[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn interpreter_and_gpu_agree_on_every_shipped_tile_kernel() {
     let Some(gpu) =
-        kwb::run::gpu::gpu_or_skip("interpreter_and_gpu_agree_on_every_shipped_tile_kernel")
+        kwb::run::gpu::open::gpu_or_skip("interpreter_and_gpu_agree_on_every_shipped_tile_kernel")
     else {
         return;
     };
@@ -167,7 +167,8 @@ fn random_case(rng: &mut Rng, i: u64, dir: &Path) -> (String, String, u64) {
 #[test]
 #[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn interpreter_and_gpu_agree_on_random_tile_programs() {
-    let Some(gpu) = kwb::run::gpu::gpu_or_skip("interpreter_and_gpu_agree_on_random_tile_programs")
+    let Some(gpu) =
+        kwb::run::gpu::open::gpu_or_skip("interpreter_and_gpu_agree_on_random_tile_programs")
     else {
         return;
     };

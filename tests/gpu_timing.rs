@@ -9,7 +9,7 @@
 mod support;
 
 use kwb::report::{BatchReport, RunResult, Status};
-use kwb::run::gpu::gpu_or_skip;
+use kwb::run::gpu::open::gpu_or_skip;
 use kwb::run::stats::Timer;
 use std::process::Command;
 

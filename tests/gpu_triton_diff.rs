@@ -9,8 +9,8 @@
 mod support;
 
 use kwb::compile::Arch;
+use kwb::run::supervisor::worker_command::WorkerCommand;
 use kwb::run::supervisor::{JobResult, Supervisor};
-use kwb::run::worker_command::WorkerCommand;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use support::differential::{planned, Case};
@@ -93,12 +93,12 @@ impl Differential for Gpu {
 #[test]
 #[ignore = "needs an NVIDIA GPU and Triton: the GPU bundle runs it with --include-ignored"]
 fn kwb_agrees_with_compiled_triton_on_the_gpu() {
-    let Some(_gpu) = kwb::run::gpu::gpu_or_skip("kwb_agrees_with_compiled_triton_on_the_gpu")
+    let Some(_gpu) = kwb::run::gpu::open::gpu_or_skip("kwb_agrees_with_compiled_triton_on_the_gpu")
     else {
         return;
     };
     support::provision_nvrtc();
-    let gpus = kwb::run::gpu::probe(0).expect("a GPU");
+    let gpus = kwb::run::gpu::open::probe(0).expect("a GPU");
     let Settings {
         dir,
         save,

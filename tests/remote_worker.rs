@@ -139,7 +139,7 @@ fn a_worker_of_another_kwb_version_is_refused_saying_how_to_install_one() {
     let kwb = support::kwb_bin();
     let cmd = format!(
         "{}=0.0.1 '{}' worker",
-        kwb::run::worker::FAKE_VERSION_VAR,
+        kwb::run::gpu::worker::FAKE_VERSION_VAR,
         kwb.display()
     );
     let (code, _, err) = batch(&["--worker-cmd", &cmd], "good", &[]);
@@ -214,7 +214,7 @@ fn a_version_mismatch_over_real_ssh_is_refused() {
         println!("skipped: {why}");
         return;
     }
-    let env = format!("{}=0.0.1", kwb::run::worker::FAKE_VERSION_VAR);
+    let env = format!("{}=0.0.1", kwb::run::gpu::worker::FAKE_VERSION_VAR);
     let worker = ssh_worker(&env);
     let worker: Vec<&str> = worker.iter().map(String::as_str).collect();
     let (code, _, err) = batch(&worker, "good", &[]);
@@ -225,8 +225,10 @@ fn a_version_mismatch_over_real_ssh_is_refused() {
 #[test]
 #[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
 fn gpu_a_workspace_runs_through_a_worker_command_and_over_ssh() {
-    if kwb::run::gpu::gpu_or_skip("gpu_a_workspace_runs_through_a_worker_command_and_over_ssh")
-        .is_none()
+    if kwb::run::gpu::open::gpu_or_skip(
+        "gpu_a_workspace_runs_through_a_worker_command_and_over_ssh",
+    )
+    .is_none()
     {
         return;
     }

@@ -517,7 +517,7 @@ class _Capture:
                 for _ in range(self.reps):
                     # Every sample starts with a cold L2 of clean lines, as kwb's own timing does:
                     # a read of twice the L2 (a memset would leave dirty lines whose write-back
-                    # the timed kernel pays, 10-17% on a short one; src/run/flush.rs).
+                    # the timed kernel pays, 10-17% on a short one; src/run/gpu/flush.rs).
                     torch.sum(flush, 0, dtype=torch.int32, out=self.flush_sink(torch, device))
                     plan["original"](plan["fn_obj"], *call_args, **call_kwargs)
                 torch.cuda.synchronize()

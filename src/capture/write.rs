@@ -263,7 +263,7 @@ fn tolerance(launch: &Launch) -> Option<(f64, f64)> {
     let spread_atol = |t: (f64, f64)| (t.0, t.1.max(spread));
     outs.iter()
         .map(|&d| {
-            let t = crate::run::check::default_tolerance(d);
+            let t = crate::run::host::check::default_tolerance(d);
             let rtol = if matches!(d, DType::F32 | DType::F64) {
                 t.rtol.max(1e-3)
             } else {

@@ -293,7 +293,7 @@ pub struct BenchSpec {
     pub rtol: Option<f64>,
     pub atol: Option<f64>,
     /// Bytes of red zone before and after every buffer (rounded up to 256); `None` means
-    /// [`crate::run::canary::DEFAULT_GUARD_BYTES`], 0 turns red zones off. Absent from older
+    /// [`DEFAULT_GUARD_BYTES`], 0 turns red zones off. Absent from older
     /// supervisors' jobs, so the protocol number is unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard_bytes: Option<u64>,
@@ -379,6 +379,9 @@ pub fn handshake<R: Read, W: Write>(r: &mut R, w: &mut W) -> Result<String, Prot
         }),
     }
 }
+
+/// The size of each red zone (guard region) around a buffer when a job leaves it to the worker.
+pub const DEFAULT_GUARD_BYTES: usize = 64 << 10;
 
 #[cfg(test)]
 #[path = "protocol_tests.rs"]

@@ -118,7 +118,7 @@ pub fn cpu_vs_gpu(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
     let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
     for (b, t) in outputs.zip(&outs) {
         let file = dir.join(format!("{tag}-{}.npy", b.name));
-        kwb::run::npy::write(&file, &t.shape, kwb::workspace::DType::F64, &t.data)
+        kwb::run::host::npy::write(&file, &t.shape, kwb::workspace::DType::F64, &t.data)
             .map_err(|e| e.to_string())?;
         npy.push_str(&format!("    {}: {}\n", b.name, file.display()));
     }

@@ -294,7 +294,8 @@ pub fn write_inputs(p: &Program, dir: &Path) {
             data,
         } = arg
         {
-            kwb::run::npy::write(&dir.join(format!("{name}.npy")), shape, dtype(*d), data).unwrap();
+            kwb::run::host::npy::write(&dir.join(format!("{name}.npy")), shape, dtype(*d), data)
+                .unwrap();
         }
     }
 }
@@ -306,7 +307,7 @@ pub fn triton_outputs(p: &Program, dir: &Path) -> BTreeMap<String, Vec<f64>> {
         .filter_map(|a| match a {
             Arg::Buffer { name, .. } => {
                 let f = dir.join(format!("{name}.triton.npy"));
-                Some((name.clone(), kwb::run::npy::read_f64(&f).ok()?.1))
+                Some((name.clone(), kwb::run::host::npy::read_f64(&f).ok()?.1))
             }
             _ => None,
         })

@@ -8,11 +8,13 @@ mod emulate;
 mod interpret;
 pub mod memory;
 
-use super::check::check;
-use super::data::{data_key, host_reference, make_inputs, outputs, summarize_checks, tolerance};
-use super::protocol::{BufferSpec, Program, RunJob};
 use crate::expr::Tensor;
 use crate::report::{Backend, CheckSummary, Finding};
+use crate::run::host::check::check;
+use crate::run::host::data::{
+    data_key, host_reference, make_inputs, outputs, summarize_checks, tolerance,
+};
+use crate::run::protocol::{BufferSpec, Program, RunJob};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -132,7 +134,10 @@ fn run_program(
 }
 
 /// Every buffer's contents before the run: generated inputs, outputs poisoned or initialised.
-fn starting_bytes(data: &super::data::Data, outs: &[&BufferSpec]) -> HashMap<String, Vec<u8>> {
+fn starting_bytes(
+    data: &crate::run::host::data::Data,
+    outs: &[&BufferSpec],
+) -> HashMap<String, Vec<u8>> {
     let mut start: HashMap<String, Vec<u8>> = data
         .inputs
         .iter()
@@ -227,7 +232,7 @@ fn reference_version(
     outs: &[&BufferSpec],
     opts: &CpuOptions,
 ) -> Result<Option<Vec<Tensor>>, String> {
-    let super::protocol::ReferenceSpec::Version { name, program } = &job.reference else {
+    let crate::run::protocol::ReferenceSpec::Version { name, program } = &job.reference else {
         return Ok(None);
     };
     let code = code.ok_or_else(|| format!("reference version `{name}` did not compile"))?;
@@ -238,7 +243,7 @@ fn reference_version(
             .zip(ran.outputs)
             .map(|(b, bytes)| Tensor {
                 shape: b.shape.clone(),
-                data: super::inputs::decode(b.dtype, &bytes),
+                data: crate::run::host::inputs::decode(b.dtype, &bytes),
             })
             .collect(),
     ))
@@ -260,7 +265,7 @@ pub fn run_outputs(job: &RunJob, code: &CpuCode, opts: &CpuOptions) -> Result<Ve
         .zip(ran.outputs)
         .map(|(b, bytes)| Tensor {
             shape: b.shape.clone(),
-            data: super::inputs::decode(b.dtype, &bytes),
+            data: crate::run::host::inputs::decode(b.dtype, &bytes),
         })
         .collect())
 }

@@ -15,10 +15,10 @@
 //! as 1/0. PTX does not say whether a `.u32` was a C `int` or `unsigned` (NVRTC makes both
 //! `.u32`), so both signs pass, with the bits a C caller would pass.
 
+use super::params::{Param, ParamError, ParamType};
 use crate::compile::occupancy::ArchSpec;
 use crate::compile::CompiledVersion;
 use crate::expr::Scalar;
-use crate::run::params::{Param, ParamError, ParamType};
 use crate::run::protocol::{ArgSpec, LaunchSpec, TensorMapSpec};
 use crate::tile::{Extent, TensorMapParam};
 use crate::workspace::{Arg, Formula, Launch, SizeEnv, Version};

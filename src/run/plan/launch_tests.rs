@@ -1,7 +1,7 @@
 //! Tests of launch planning: argument binding against real PTX parameter lists, and every
 //! launch limit, on the shipped workspaces broken one field at a time and on one-file
 //! workspaces around kernels/tests and tests/fixtures/ptx/params_mix.cu (mangled, narrow and
-//! struct parameters). Helpers come from the planner's own tests (src/run/plan_tests.rs).
+//! struct parameters). Helpers come from the planner's own tests (src/run/plan/plan_tests.rs).
 
 use super::{ArgProblem, LaunchProblem};
 use crate::run::plan::tests::{

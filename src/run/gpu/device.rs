@@ -35,7 +35,7 @@ pub fn is_sticky(e: &CuError) -> bool {
 }
 
 /// Device memory, freed on drop. A guarded buffer sits inside a larger allocation between two
-/// red zones filled with a canary (see [`super::canary`]); `ptr` is its first element either way.
+/// red zones filled with a canary (see [`crate::run::gpu::canary`]); `ptr` is its first element either way.
 pub struct DevBuf {
     pub ptr: sys::CUdeviceptr,
     pub bytes: usize,

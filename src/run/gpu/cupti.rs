@@ -82,7 +82,7 @@ fn load() -> Result<Cupti, String> {
     let Some(kind) = kind_for(timer.as_deref()) else {
         return Err(format!("{TIMER_VAR}=events"));
     };
-    let path = super::cupti_locate::locate().map_err(|searched| {
+    let path = crate::run::gpu::cupti_locate::locate().map_err(|searched| {
         format!(
             "libcupti not found (looked in {} folders, e.g. {})",
             searched.len(),

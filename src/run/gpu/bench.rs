@@ -7,8 +7,8 @@ use super::cupti::{cupti, Trace};
 use super::device::{DevBuf, Event, Graph, Stream};
 use super::kernel_span::{run_spans, KernelRecord, RunTags, RunTime, NOT_TIMED};
 use super::program::Loaded;
-use super::protocol::{BenchMode, BenchSpec};
-use super::stats::{summarize, Running, Stats, StopReason, Timer};
+use crate::common::stats::{summarize, Running, Stats, StopReason, Timer};
+use crate::run::protocol::{BenchMode, BenchSpec};
 use cudarc::driver::result::DriverError as CuError;
 use std::time::{Duration, Instant};
 
@@ -96,7 +96,7 @@ impl KernelClock {
 pub fn benchmark(
     program: &mut Loaded<'_>,
     s: &Stream,
-    flush: &super::flush::L2Flush,
+    flush: &crate::run::gpu::flush::L2Flush,
     spec: &BenchSpec,
     beat: &mut dyn FnMut() -> bool,
 ) -> Result<Option<Timing>, CuError> {
@@ -249,7 +249,7 @@ pub fn benchmark(
 pub fn measure_copy_peak(
     s: &Stream,
     bytes: usize,
-    flush: Option<&super::flush::L2Flush>,
+    flush: Option<&crate::run::gpu::flush::L2Flush>,
 ) -> Result<f64, CuError> {
     let a = DevBuf::alloc(bytes)?;
     let b = DevBuf::alloc(bytes)?;

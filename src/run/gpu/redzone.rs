@@ -2,11 +2,11 @@
 //! scanned for canary damage, and every input is compared with the bytes that were uploaded, so
 //! a write past the end, before the start, or far away into another of the job's buffers fails
 //! the check with the buffer and the element it landed on. The scan itself is
-//! [`super::canary`], which needs no GPU.
+//! [`crate::run::gpu::canary`], which needs no GPU.
 
 use super::canary::{scan_input, Damage, Named, DEFAULT_GUARD_BYTES};
 use super::device::DevBuf;
-use super::protocol::{BufferSpec, Role, RunJob};
+use crate::run::protocol::{BufferSpec, Role, RunJob};
 use cudarc::driver::result::DriverError as CuError;
 use std::collections::HashMap;
 
@@ -22,7 +22,7 @@ pub fn guard_bytes(job: &RunJob) -> usize {
 
 /// Device bytes the red zones add to a job's buffers (each buffer's two guards and padding).
 pub fn extra_bytes(job: &RunJob) -> u64 {
-    let per = super::canary::GuardLayout::new(0, guard_bytes(job)).total() as u64 + 256;
+    let per = crate::run::gpu::canary::GuardLayout::new(0, guard_bytes(job)).total() as u64 + 256;
     per.saturating_mul(job.buffers.len() as u64)
 }
 
@@ -83,8 +83,8 @@ pub fn describe(damage: &[Damage]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::canary::Where;
     use super::*;
+    use crate::run::gpu::canary::Where;
 
     fn damage(buffer: &str, first_elem: i64) -> Damage {
         Damage {

@@ -3,7 +3,7 @@
 //! nothing but `cuLaunchKernel` calls.
 
 use super::device::{DevBuf, Module, Stream};
-use super::protocol::{ArgSpec, Program, TensorMapSpec};
+use crate::run::protocol::{ArgSpec, Program, TensorMapSpec};
 use cudarc::driver::result::{self, DriverError as CuError};
 use cudarc::driver::sys;
 use std::collections::HashMap;
@@ -49,7 +49,7 @@ impl<'buf> Loaded<'buf> {
         buffers: &HashMap<String, &'buf DevBuf>,
     ) -> Result<Loaded<'buf>, PrepareError> {
         let module = Module::load(&program.cubin.0)
-            .map_err(|e| PrepareError::Load(super::device::error_name(&e)))?;
+            .map_err(|e| PrepareError::Load(crate::run::gpu::device::error_name(&e)))?;
         let mut launches = Vec::new();
         for (index, l) in program.launches.iter().enumerate() {
             let fail = |message: String| PrepareError::Launch {
@@ -60,7 +60,7 @@ impl<'buf> Loaded<'buf> {
             let func = module.function(&l.entry).map_err(|e| {
                 fail(format!(
                     "no such kernel in the module ({})",
-                    super::device::error_name(&e)
+                    crate::run::gpu::device::error_name(&e)
                 ))
             })?;
             if l.dynamic_shared_bytes > 48 * 1024 {
@@ -77,7 +77,7 @@ impl<'buf> Loaded<'buf> {
                     fail(format!(
                         "cannot allow {} bytes of dynamic shared memory: {}",
                         l.dynamic_shared_bytes,
-                        super::device::error_name(&e)
+                        crate::run::gpu::device::error_name(&e)
                     ))
                 })?;
             }
@@ -90,7 +90,7 @@ impl<'buf> Loaded<'buf> {
                         resident_ctas(func, threads, l.dynamic_shared_bytes).map_err(|e| {
                             fail(format!(
                                 "cannot size the persistent grid: {}",
-                                super::device::error_name(&e)
+                                crate::run::gpu::device::error_name(&e)
                             ))
                         })?;
                     l.physical_grid(resident)
@@ -112,7 +112,7 @@ impl<'buf> Loaded<'buf> {
                             fail(format!(
                                 "cannot encode the tensor map of `{}`: {}",
                                 m.buffer,
-                                super::device::error_name(&e)
+                                crate::run::gpu::device::error_name(&e)
                             ))
                         })?;
                         maps.push(map);

@@ -3,9 +3,9 @@
 
 use super::*;
 
-const ADD_F32: &str = include_str!("../../tests/fixtures/ptx/add_f32.ptx");
-const GELU_V1: &str = include_str!("../../tests/fixtures/ptx/gelu_v1_manual.ptx");
-const MIX: &str = include_str!("../../tests/fixtures/ptx/params_mix.ptx");
+const ADD_F32: &str = include_str!("../../../tests/fixtures/ptx/add_f32.ptx");
+const GELU_V1: &str = include_str!("../../../tests/fixtures/ptx/gelu_v1_manual.ptx");
+const MIX: &str = include_str!("../../../tests/fixtures/ptx/params_mix.ptx");
 
 const U8: ParamType = ParamType::Int {
     signed: false,

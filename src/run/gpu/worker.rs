@@ -6,10 +6,12 @@
 use super::bench::measure_copy_peak;
 use super::device::{error_name, Stream};
 use super::execute::{run_job, ExecError, Progress, Workbench};
-use super::gpu::Gpu;
+use super::open::Gpu;
 use super::peak::Peaks;
-use super::protocol::{read_frame, write_frame, Phase, ProtocolError, Reply, Request, PROTOCOL};
 use crate::report::DeviceInfo;
+use crate::run::protocol::{
+    read_frame, write_frame, Phase, ProtocolError, Reply, Request, PROTOCOL,
+};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -200,19 +202,19 @@ fn ensure_open(open: &mut Option<Open>, ordinal: usize) -> Result<&mut Open, Str
 }
 
 fn open_device(ordinal: usize) -> Result<Open, String> {
-    let mut phases = super::execute::Trace::labelled("worker start:".to_string());
+    let mut phases = crate::run::gpu::execute::Trace::labelled("worker start:".to_string());
     let gpu = Gpu::open(ordinal).map_err(|e| e.to_string())?;
     gpu.ctx.bind_to_thread().map_err(|e| format!("{e:?}"))?;
     let facts = gpu.facts().map_err(|e| e.to_string())?;
     let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
     let stream = Stream::new().map_err(cu)?;
-    let flush = super::flush::L2Flush::new(facts.l2_bytes, facts.sm_count).map_err(cu)?;
+    let flush = crate::run::gpu::flush::L2Flush::new(facts.l2_bytes, facts.sm_count).map_err(cu)?;
     flush.prepare(&stream).map_err(cu)?;
     phases.mark("context and flush");
     if !flush.reads() {
         eprintln!("kwb worker: the L2 flush kernel did not load; flushing with a memset");
     }
-    let devgen = match super::devgen::DeviceGen::load(&stream, facts.sm_count) {
+    let devgen = match crate::run::gpu::devgen::DeviceGen::load(&stream, facts.sm_count) {
         Ok(g) => Some(g),
         Err(why) => {
             eprintln!("kwb worker: inputs are uploaded, not drawn on the GPU: {why}");
@@ -220,7 +222,8 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
         }
     };
     phases.mark("device inputs' self-check");
-    let peaks = super::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts, &flush));
+    let peaks =
+        crate::run::gpu::peak::cached_or_measure(&facts, || measure_peaks(&stream, &facts, &flush));
     phases.mark("peaks (cached or measured)");
     phases.finish();
     let info = DeviceInfo {
@@ -234,7 +237,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
             stream,
             flush,
             l2_bytes: info.l2_bytes,
-            data: crate::run::data::DataCache::for_this_machine(),
+            data: crate::run::host::data::DataCache::for_this_machine(),
             devgen,
         },
         info,
@@ -245,7 +248,11 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
 /// little over three quarters of free memory at most): the size of the largest shipped
 /// elementwise runs (256Mi fp32), so the peak is measured where those kernels are. A failure
 /// leaves that figure out, said on stderr.
-fn measure_peaks(stream: &Stream, facts: &DeviceInfo, flush: &super::flush::L2Flush) -> Peaks {
+fn measure_peaks(
+    stream: &Stream,
+    facts: &DeviceInfo,
+    flush: &crate::run::gpu::flush::L2Flush,
+) -> Peaks {
     let cu = |e: cudarc::driver::result::DriverError| error_name(&e);
     let bytes = match cudarc::driver::result::mem_get_info() {
         Ok((free, _)) => (1usize << 30).min(free / 4) & !0xfff,
@@ -255,8 +262,8 @@ fn measure_peaks(stream: &Stream, facts: &DeviceInfo, flush: &super::flush::L2Fl
         }
     };
     let copy = measure_copy_peak(stream, bytes, Some(flush)).map_err(cu);
-    let kernel =
-        super::stream_peak::measure(stream, facts.sm_count, bytes, Some(flush)).map_err(cu);
+    let kernel = crate::run::gpu::stream_peak::measure(stream, facts.sm_count, bytes, Some(flush))
+        .map_err(cu);
     match (&copy, &kernel) {
         (Err(e), _) => eprintln!("kwb worker: the copy peak failed: {e}"),
         (_, Err(e)) => eprintln!("kwb worker: the stream-kernel peak failed: {e}"),

@@ -8,8 +8,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The default size of each guard region.
-pub const DEFAULT_GUARD_BYTES: usize = 64 << 10;
+pub use crate::run::protocol::DEFAULT_GUARD_BYTES;
 /// Buffers start on this boundary, so guards are multiples of it.
 pub const ALIGN: usize = 256;
 

@@ -8,14 +8,15 @@
 //! tolerances, and the work one run does.
 
 mod launch;
+pub mod params;
 
 pub use launch::{ArgProblem, LaunchProblem, MAX_BLOCK_DIM, MAX_GRID_DIM};
 
-use super::params::{entry_params, Param, ParamError};
-use super::protocol::{BenchSpec, Blob, BufferSpec, Program, ReferenceSpec, Role, RunJob};
+use self::params::{entry_params, Param, ParamError};
 use crate::compile::occupancy::ArchSpec;
 use crate::compile::CompiledVersion;
 use crate::diag::Diagnostic;
+use crate::run::protocol::{BenchSpec, Blob, BufferSpec, Program, ReferenceSpec, Role, RunJob};
 use crate::workspace::{Buffer, Formula, ProblemSize, Reference, SizeEnv, Version, Workspace};
 use launch::plan_launch;
 

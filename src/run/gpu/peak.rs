@@ -37,7 +37,7 @@ fn key(f: &DeviceInfo) -> String {
         f.arch,
         f.driver_version,
         f.memory_bytes,
-        super::stream_peak::KERNELS_TAG
+        crate::run::gpu::stream_peak::KERNELS_TAG
     )
 }
 

@@ -11,6 +11,8 @@
 //! own, so that killing it also kills whatever a `--worker-cmd` started (`sh -c "ssh ..."`); if
 //! kwb dies without cleaning up, the worker sees its stdin close and exits.
 
+pub mod worker_command;
+
 use crate::report::DeviceInfo;
 use crate::run::protocol::{
     handshake, read_frame, write_frame, JobOutcome, Phase, ProtocolError, Reply, Request, RunJob,
@@ -36,7 +38,7 @@ const STDERR_GRACE: Duration = Duration::from_millis(200);
 const STDERR_LINES: usize = 50;
 const STDERR_LINE_BYTES: usize = 1000;
 
-pub use super::worker_command::WorkerCommand;
+pub use crate::run::supervisor::worker_command::WorkerCommand;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {

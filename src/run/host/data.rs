@@ -5,9 +5,9 @@
 
 use super::check::{default_tolerance, CheckReport, Tolerance};
 use super::inputs::{generate, poison};
-use super::protocol::{BufferSpec, ReferenceSpec, Role, RunJob};
 use crate::expr::{eval_array, ArrayEnv, ArrayValue, Tensor};
 use crate::report::CheckSummary;
+use crate::run::protocol::{BufferSpec, ReferenceSpec, Role, RunJob};
 use std::collections::HashMap;
 
 /// Host inputs (bytes as uploaded, values as the reference sees them) and the reference.
@@ -259,7 +259,7 @@ pub fn host_reference(
                         .iter()
                         .find(|(n, _)| n == &b.name)
                         .ok_or_else(|| format!("no reference file for `{}`", b.name))?;
-                    let (shape, data) = super::npy::read_f64(std::path::Path::new(path))
+                    let (shape, data) = crate::run::host::npy::read_f64(std::path::Path::new(path))
                         .map_err(|e| e.to_string())?;
                     Ok(Tensor { shape, data })
                 })

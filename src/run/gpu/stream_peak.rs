@@ -70,7 +70,7 @@ pub fn measure(
     s: &Stream,
     sm_count: u32,
     bytes: usize,
-    flush: Option<&super::flush::L2Flush>,
+    flush: Option<&crate::run::gpu::flush::L2Flush>,
 ) -> Result<StreamPeak, CuError> {
     let invalid = CuError(cudarc::driver::sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE);
     let bytes = bytes & !0xff;
@@ -92,7 +92,7 @@ pub fn measure(
     let (start, end) = (Event::new()?, Event::new()?);
     // The kernels' own GPU time where CUPTI is there, the clock kernels are timed with, so a
     // kernel is never measured against a peak that counts launch overhead it does not.
-    let trace = super::cupti::cupti().and_then(|c| c.start()).ok();
+    let trace = crate::run::gpu::cupti::cupti().and_then(|c| c.start()).ok();
     let mut best: Option<StreamPeak> = None;
     for entry in [
         "kwb_peak_copy",
@@ -239,7 +239,7 @@ mod tests {
     /// Declares ISA 8.0 whatever NVRTC wrote, and drops the generator's comment lines.
     fn rewrite_isa(ptx: &str) -> String {
         let mut out = String::from(
-            "// Generated from src/run/stream_peak.cu by `cargo test --lib run::stream_peak -- \
+            "// Generated from src/run/gpu/stream_peak.cu by `cargo test --lib run::gpu::stream_peak -- \
              --ignored regenerate_ptx`; do not edit.\n",
         );
         for line in ptx.lines() {
@@ -265,10 +265,10 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "writes src/run/stream_peak.ptx"]
+    #[ignore = "writes src/run/gpu/stream_peak.ptx"]
     fn regenerate_ptx() {
         let ptx = compile().expect("NVRTC is needed to regenerate the PTX");
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/run/stream_peak.ptx");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/run/gpu/stream_peak.ptx");
         std::fs::write(path, ptx).expect("write the PTX");
     }
 }

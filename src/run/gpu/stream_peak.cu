@@ -1,5 +1,5 @@
-// kwb's own bandwidth-peak kernels (see src/run/stream_peak.rs). The worker ships no compiler,
-// so these are compiled once to PTX (src/run/stream_peak.ptx, which the binary embeds) and the
+// kwb's own bandwidth-peak kernels (see src/run/gpu/stream_peak.rs). The worker ships no compiler,
+// so these are compiled once to PTX (src/run/gpu/stream_peak.ptx, which the binary embeds) and the
 // driver JIT-compiles that PTX for whatever GPU the worker runs on. To regenerate after an edit:
 //   cargo test --lib run::stream_peak -- --ignored regenerate_ptx
 // Every thread keeps UNROLL 128-bit loads in flight before it stores anything, and walks the
@@ -89,7 +89,7 @@ extern "C" __global__ void kwb_peak_triad1(const uint4* __restrict__ a, const ui
     if (i < n) c[i] = mix(__ldg(a + i), __ldg(b + i));
 }
 
-// Cold-L2 flush for timing (src/run/flush.rs): every thread reads its share of a buffer twice
+// Cold-L2 flush for timing (src/run/gpu/flush.rs): every thread reads its share of a buffer twice
 // the L2 size through L2 (`.cg`), so L2 ends up holding clean lines of other data. (A memset
 // would leave dirty lines, whose write-back the next timed kernel would pay.) The xor keeps
 // the loads alive; the buffer is filled so that it is never zero, and nothing is written.

@@ -26,7 +26,7 @@ impl L2Flush {
         let bytes = ((2 * l2_bytes as usize).max(1 << 20) + 15) & !15;
         let buffer = DevBuf::alloc(bytes)?;
         let sink = DevBuf::alloc(16)?;
-        let mut image = super::stream_peak::PTX.as_bytes().to_vec();
+        let mut image = crate::run::gpu::stream_peak::PTX.as_bytes().to_vec();
         image.push(0);
         let kernel = Module::load(&image)
             .and_then(|m| m.function("kwb_flush_read").map(|f| (m, f)))

@@ -62,7 +62,7 @@ pub struct CheckReport {
     pub elements: u64,
     /// Elements that failed for any reason, including the `unwritten` and `nan_or_inf` ones.
     pub mismatches: u64,
-    /// Elements still holding the poison pattern (see [`super::inputs::poison`]).
+    /// Elements still holding the poison pattern (see [`crate::run::host::inputs::poison`]).
     pub unwritten: u64,
     /// Elements that are NaN or ±Inf where the reference is finite.
     pub nan_or_inf: u64,
@@ -234,8 +234,8 @@ pub fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::inputs::{encode, poison};
     use super::*;
+    use crate::run::host::inputs::{encode, poison};
 
     fn run(dtype: DType, out: &[f64], reference: &[f64]) -> CheckReport {
         let (bytes, tol) = (encode(dtype, out).bytes, default_tolerance(dtype));

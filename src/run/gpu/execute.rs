@@ -4,18 +4,18 @@
 
 use super::bench::{benchmark, Timing};
 use super::canary::Where;
-use super::check::check;
-use super::data::{
-    data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks, tolerance,
-    DataCache,
-};
 use super::device::{error_name, is_sticky, DevBuf, Stream};
-use super::inputs::{decode, poison};
 use super::program::Loaded;
-use super::protocol::{BufferSpec, JobOutcome, Phase, Program, ReferenceSpec, Role, RunJob};
 use super::redzone;
 use crate::expr::Tensor;
 use crate::report::CheckSummary;
+use crate::run::host::check::check;
+use crate::run::host::data::{
+    data_key, host_reference, make_inputs, outputs as output_specs, summarize_checks, tolerance,
+    DataCache,
+};
+use crate::run::host::inputs::{decode, poison};
+use crate::run::protocol::{BufferSpec, JobOutcome, Phase, Program, ReferenceSpec, Role, RunJob};
 use cudarc::driver::result::DriverError as CuError;
 use std::collections::HashMap;
 
@@ -57,13 +57,13 @@ pub trait Progress {
 pub struct Workbench {
     pub stream: Stream,
     /// Clears L2 between cold-mode samples.
-    pub flush: super::flush::L2Flush,
+    pub flush: crate::run::gpu::flush::L2Flush,
     /// The device's L2 size, for marking results whose buffers fit in it.
     pub l2_bytes: u64,
     /// Recent jobs' inputs and references, reused by jobs that ask for the same.
     pub data: DataCache,
     /// Draws inputs on the GPU (the host's bits, no upload); `None`: inputs are uploaded.
-    pub devgen: Option<super::devgen::DeviceGen>,
+    pub devgen: Option<crate::run::gpu::devgen::DeviceGen>,
 }
 
 pub fn run_job(
@@ -103,7 +103,14 @@ pub fn run_job(
         let elems: usize = b.shape.iter().product();
         let buf = redzone::alloc(job, elems * b.dtype.size() as usize)?;
         if let Some((bytes, _)) = data.inputs.get(&b.name) {
-            super::devgen::start_input(wb.devgen.as_ref(), &wb.stream, job, b, &buf, bytes)?;
+            crate::run::gpu::devgen::start_input(
+                wb.devgen.as_ref(),
+                &wb.stream,
+                job,
+                b,
+                &buf,
+                bytes,
+            )?;
         }
         device.insert(b.name.clone(), buf);
     }
@@ -132,7 +139,7 @@ pub fn run_job(
             .filter(|(k, _)| {
                 job.buffers
                     .iter()
-                    .any(|b| &b.name == *k && b.role == super::protocol::Role::Input)
+                    .any(|b| &b.name == *k && b.role == crate::run::protocol::Role::Input)
             })
             .map(|(k, (bytes, _))| (k.clone(), bytes.as_slice()))
             .collect();
@@ -141,7 +148,13 @@ pub fn run_job(
         for b in &job.buffers {
             let gen = wb.devgen.as_ref();
             if suspect.contains_key(&b.name)
-                && super::devgen::unharmed_draw(gen, &wb.stream, job, b, &device[&b.name])?
+                && crate::run::gpu::devgen::unharmed_draw(
+                    gen,
+                    &wb.stream,
+                    job,
+                    b,
+                    &device[&b.name],
+                )?
             {
                 suspect.remove(&b.name);
             }
@@ -308,7 +321,7 @@ fn settle() -> Result<(), CuError> {
 
 /// Says why a job does not fit in free device memory, with the figures.
 fn memory_shortfall(job: &RunJob) -> Result<Option<String>, CuError> {
-    let need = super::plan::device_bytes(job).saturating_add(redzone::extra_bytes(job));
+    let need = crate::run::plan::device_bytes(job).saturating_add(redzone::extra_bytes(job));
     let (free, total) = cudarc::driver::result::mem_get_info()?;
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     Ok((need > free as u64).then(|| {

@@ -1,5 +1,5 @@
 //! Inputs drawn on the GPU: the worker fills a buffer with the very bits the host draws for it
-//! ([`super::counter_rng`]), with one kernel launch instead of a copy from the host. At 256Mi
+//! ([`crate::run::host::counter_rng`]), with one kernel launch instead of a copy from the host. At 256Mi
 //! fp16 the two inputs are 1 GiB that no longer cross PCIe for every job.
 //!
 //! The worker has no compiler (it may run on a remote machine), so the kernel travels inside the
@@ -10,11 +10,11 @@
 //! [`DeviceGen::first_difference`] draws each input again beside what the device holds, so a
 //! kernel that wrote into an input is caught without downloading the inputs.
 
-use super::counter_rng::{key_of, Recipe};
-use super::data::buffer_seed;
 use super::device::{DevBuf, Module, Stream};
-use super::inputs::{generate, recipe};
-use super::protocol::{BufferSpec, RunJob};
+use crate::run::host::counter_rng::{key_of, Recipe};
+use crate::run::host::data::buffer_seed;
+use crate::run::host::inputs::{generate, recipe};
+use crate::run::protocol::{BufferSpec, RunJob};
 use crate::workspace::{DType, Init};
 use cudarc::driver::result::{self, DriverError as CuError};
 use cudarc::driver::sys;
@@ -272,7 +272,7 @@ mod tests {
     /// The line under the PTX's first that names the source it was compiled from.
     fn source_line() -> String {
         use sha2::{Digest, Sha256};
-        let hash = Sha256::digest(super::super::counter_rng::cuda_source().as_bytes());
+        let hash = Sha256::digest(crate::run::host::counter_rng::cuda_source().as_bytes());
         let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
         format!("// source sha256 {hex}")
     }
@@ -285,14 +285,14 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let source = super::super::counter_rng::cuda_source();
+        let source = crate::run::host::counter_rng::cuda_source();
         let out = nvrtc
             .compile("devgen.cu", &source, &opts)
             .expect("nvrtc runs");
         assert!(out.ok, "{}", out.log);
         let mut ptx = format!(
-            "// Generated from src/run/devgen.cu.in (constants from src/run/counter_rng.rs) by \
-             `cargo test --lib run::devgen::tests::regenerate_ptx -- --ignored`; do not edit.\n{}\n",
+            "// Generated from src/run/host/devgen.cu.in (constants from src/run/host/counter_rng.rs) by \
+             `cargo test --lib run::gpu::devgen::tests::regenerate_ptx -- --ignored`; do not edit.\n{}\n",
             source_line()
         );
         for line in out.ptx.lines().filter(|l| !l.starts_with("//")) {
@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(
             PTX.lines().nth(1),
             Some(source_line().as_str()),
-            "devgen.ptx is stale: cargo test --lib run::devgen::tests::regenerate_ptx -- --ignored"
+            "devgen.ptx is stale: cargo test --lib run::gpu::devgen::tests::regenerate_ptx -- --ignored"
         );
         let Some(ptx) = compile() else { return };
         let entry = |p: &str| p.lines().find(|l| l.contains(".entry")).map(String::from);
@@ -323,16 +323,16 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "writes src/run/devgen.ptx"]
+    #[ignore = "writes src/run/gpu/devgen.ptx"]
     fn regenerate_ptx() {
         let ptx = compile().expect("NVRTC is needed to regenerate the PTX");
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/run/devgen.ptx");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/run/gpu/devgen.ptx");
         std::fs::write(path, ptx).expect("write the PTX");
     }
 
     #[test]
     fn every_init_but_npy_has_a_recipe_the_device_can_draw() {
-        use super::super::counter_rng::Kind;
+        use crate::run::host::counter_rng::Kind;
         let kinds = [Kind::Randn, Kind::Arange, Kind::Constant];
         for (init, kind) in [Init::DEFAULT, Init::Arange, Init::Constant { value: 1.0 }]
             .into_iter()

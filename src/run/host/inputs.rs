@@ -1,6 +1,6 @@
 //! Host-side buffer contents: the bytes a buffer starts with, and the same values as `f64`,
 //! rounded to the buffer's dtype so the CPU reference sees exactly what the kernel sees. Random
-//! inits are counter-based draws ([`super::counter_rng`]): element `i` depends on the seed and
+//! inits are counter-based draws ([`crate::run::host::counter_rng`]): element `i` depends on the seed and
 //! `i` only, never on the thread count, and the GPU worker draws the same bits on the device.
 //! Also here: the poison pattern output buffers start as (to catch elements a kernel never
 //! wrote), and decoding device bytes back to `f64`.
@@ -16,16 +16,16 @@ use std::path::PathBuf;
 #[rustfmt::skip]
 macro_rules! with_elem {
     ($dtype:expr, $E:ident => $body:expr) => { match $dtype {
-        $crate::workspace::DType::F32 => { type $E = $crate::run::inputs::F32; $body }
-        $crate::workspace::DType::F16 => { type $E = $crate::run::inputs::F16; $body }
-        $crate::workspace::DType::BF16 => { type $E = $crate::run::inputs::BF16; $body }
-        $crate::workspace::DType::I32 => { type $E = $crate::run::inputs::I32; $body }
-        $crate::workspace::DType::F64 => { type $E = $crate::run::inputs::F64; $body }
-        $crate::workspace::DType::I64 => { type $E = $crate::run::inputs::I64; $body }
-        $crate::workspace::DType::I16 => { type $E = $crate::run::inputs::I16; $body }
-        $crate::workspace::DType::I8 => { type $E = $crate::run::inputs::I8; $body }
-        $crate::workspace::DType::U8 => { type $E = $crate::run::inputs::U8; $body }
-        $crate::workspace::DType::Bool => { type $E = $crate::run::inputs::Bool; $body }
+        $crate::workspace::DType::F32 => { type $E = $crate::run::host::inputs::F32; $body }
+        $crate::workspace::DType::F16 => { type $E = $crate::run::host::inputs::F16; $body }
+        $crate::workspace::DType::BF16 => { type $E = $crate::run::host::inputs::BF16; $body }
+        $crate::workspace::DType::I32 => { type $E = $crate::run::host::inputs::I32; $body }
+        $crate::workspace::DType::F64 => { type $E = $crate::run::host::inputs::F64; $body }
+        $crate::workspace::DType::I64 => { type $E = $crate::run::host::inputs::I64; $body }
+        $crate::workspace::DType::I16 => { type $E = $crate::run::host::inputs::I16; $body }
+        $crate::workspace::DType::I8 => { type $E = $crate::run::host::inputs::I8; $body }
+        $crate::workspace::DType::U8 => { type $E = $crate::run::host::inputs::U8; $body }
+        $crate::workspace::DType::Bool => { type $E = $crate::run::host::inputs::Bool; $body }
     } };
 }
 pub(crate) use with_elem;
@@ -138,7 +138,7 @@ pub fn recipe(dtype: DType, init: &Init) -> Result<Option<Recipe>, InputError> {
 }
 
 /// Makes `elems` elements of `dtype` as `init` says, from `seed` (see [`recipe`] and
-/// [`super::counter_rng`]). `shape` (whose element count must be `elems`) is what an `npy`
+/// [`crate::run::host::counter_rng`]). `shape` (whose element count must be `elems`) is what an `npy`
 /// file must match.
 pub fn generate(
     dtype: DType,
