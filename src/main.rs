@@ -94,6 +94,10 @@ struct WatchArgs {
     /// Do not look for a GPU: compile, PTX, resources and occupancy only.
     #[arg(long)]
     no_gpu: bool,
+    /// Several GPUs, one worker each: `all`, or ordinals like 0,1,3. The saved version's runs
+    /// go to the first idle GPU.
+    #[arg(long, conflicts_with = "no_gpu", value_parser = |s: &str| kwb::engine::Devices::parse(s))]
+    devices: Option<kwb::engine::Devices>,
     #[command(flatten)]
     worker: WorkerArgs,
 }
@@ -351,6 +355,7 @@ fn main() -> ExitCode {
             arch: None,
             theme: None,
             no_gpu: false,
+            devices: None,
             worker: WorkerArgs::default(),
         }),
         (None, None) => {
@@ -813,6 +818,7 @@ fn run_watch(a: WatchArgs) -> i32 {
         arch,
         theme: a.theme,
         gpu: !a.no_gpu,
+        devices: a.devices,
         // https://no-color.org: any non-empty NO_COLOR turns colour off.
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };

@@ -7,7 +7,7 @@ use crate::engine::GpuBackend;
 use crate::report::{self, BatchReport, Mode, RunResult, Status};
 use crate::run::protocol::{BenchMode, BenchSpec, Phase};
 use crate::run::stats::StopRule;
-use crate::run::supervisor::{Supervisor, WorkerCommand};
+use crate::run::supervisor::WorkerCommand;
 use crate::workspace::Workspace;
 use std::io::{IsTerminal, Write};
 
@@ -46,33 +46,7 @@ pub struct BatchOptions {
     pub devices: Option<Devices>,
 }
 
-/// The GPUs `--devices` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Devices {
-    /// Every GPU the worker's machine has.
-    All,
-    These(Vec<u32>),
-}
-
-impl Devices {
-    /// `all`, or ordinals separated by commas.
-    pub fn parse(text: &str) -> Result<Devices, String> {
-        if text.trim() == "all" {
-            return Ok(Devices::All);
-        }
-        let mut these = Vec::new();
-        for part in text.split(',') {
-            let k: u32 = part.trim().parse().map_err(|_| {
-                format!("--devices `{text}`: expected `all` or GPU ordinals like 0,1,3")
-            })?;
-            if these.contains(&k) {
-                return Err(format!("--devices `{text}`: GPU {k} is named twice"));
-            }
-            these.push(k);
-        }
-        Ok(Devices::These(these))
-    }
-}
+pub use crate::engine::Devices;
 
 /// Why a batch could not run at all (as opposed to a version failing).
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +137,9 @@ pub fn run(
     opts: &BatchOptions,
     worker: WorkerCommand,
 ) -> Result<BatchOutcome, BatchError> {
+    // Several local workers make each size's host reference once between them; the folder
+    // lives until the run ends.
+    let (worker, _shared) = crate::engine::gpus::share_references(worker, opts.devices.as_ref());
     let gpus = start_gpus(&worker, opts)?;
     let device = gpus[0].device().clone();
     let arch = Arch::parse(&device.arch)
@@ -229,39 +206,19 @@ pub fn run(
 /// One worker per GPU asked for, each with its GPU open, started side by side (each measures
 /// its GPU's peaks). `--devices all` opens GPU 0, then every other GPU its machine shows.
 fn start_gpus(worker: &WorkerCommand, opts: &BatchOptions) -> Result<Vec<GpuBackend>, BatchError> {
-    let open = |k: u32| -> Result<GpuBackend, BatchError> {
-        let mut sup =
-            Supervisor::start(worker.clone()).map_err(|e| BatchError::NoGpu(e.to_string()))?;
-        let device = sup
-            .device(k)
-            .map_err(|e| BatchError::NoGpu(format!("GPU {k}: {e}")))?;
-        Ok(GpuBackend::new(sup, k, device))
+    use crate::engine::gpus::{open_gpu, open_side_by_side};
+    let Some(devices) = &opts.devices else {
+        return Ok(vec![
+            open_gpu(worker, opts.device).map_err(BatchError::NoGpu)?
+        ]);
     };
-    let open_all = |these: &[u32]| -> Result<Vec<GpuBackend>, BatchError> {
-        std::thread::scope(|s| {
-            let started: Vec<_> = these.iter().map(|&k| s.spawn(move || open(k))).collect();
-            started
-                .into_iter()
-                .map(|t| {
-                    t.join().unwrap_or_else(|_| {
-                        Err(BatchError::NoGpu("a worker start panicked".into()))
-                    })
-                })
-                .collect()
-        })
-    };
-    match &opts.devices {
-        None => Ok(vec![open(opts.device)?]),
-        Some(Devices::These(these)) => open_all(these),
-        Some(Devices::All) => {
-            let first = open(0)?;
-            let count = first.device().visible_gpus.unwrap_or(1).max(1);
-            let rest: Vec<u32> = (1..count).collect();
-            let mut gpus = vec![first];
-            gpus.extend(open_all(&rest)?);
-            Ok(gpus)
-        }
+    let first = open_gpu(worker, devices.first()).map_err(BatchError::NoGpu)?;
+    let rest = devices.rest(first.device());
+    let mut gpus = vec![first];
+    for g in open_side_by_side(worker, &rest) {
+        gpus.push(g.map_err(BatchError::NoGpu)?);
     }
+    Ok(gpus)
 }
 
 /// A report of `results` for workspace `ws`, stamped now; a shard's carries its mark.
@@ -400,14 +357,6 @@ mod tests {
             compile_errors,
             compile_diagnostics: Vec::new(),
         }
-    }
-
-    #[test]
-    fn devices_are_all_or_distinct_ordinals() {
-        assert_eq!(Devices::parse("all"), Ok(Devices::All));
-        assert_eq!(Devices::parse("0, 1,3"), Ok(Devices::These(vec![0, 1, 3])));
-        assert!(Devices::parse("0,0").unwrap_err().contains("named twice"));
-        assert!(Devices::parse("gpu1").is_err());
     }
 
     #[test]

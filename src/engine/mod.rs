@@ -5,12 +5,14 @@
 //! events go.
 
 pub mod backend;
+pub mod gpus;
 pub mod latest;
 pub mod plan;
 pub mod pool;
 pub mod schedule;
 
 pub use backend::{cpu_code, Backend, CpuBackend, CpuEngine, GpuBackend, Ran};
+pub use gpus::Devices;
 pub use plan::{plan_runs, PlannedRun, Planning, RunCode};
 pub use pool::{Event, Pool, Sink};
 pub use schedule::{Focus, Order, Request, Target};

@@ -172,7 +172,7 @@ pub fn save_to_result(
         .position(|s| s.name == size)
         .ok_or_else(|| format!("no size `{size}`"))?;
     let size_index = app.size;
-    engine.start_gpu(worker);
+    engine.start_gpu(worker, None);
     let area = Rect::new(0, 0, 160, 48);
     let mut buf = Buffer::empty(area);
     let mut times = Vec::new();

@@ -51,7 +51,7 @@ pub fn first_pass(
         .ok_or_else(|| format!("no size `{size}`"))?;
     let viewed = app.size;
     let start = Instant::now();
-    engine.start_gpu(worker);
+    engine.start_gpu(worker, None);
     engine.first_pass(&mut app);
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
     let (mut gpu_ready, mut saved_at, mut save_result) = (None, None, None);

@@ -33,6 +33,8 @@ pub struct WatchOptions {
     pub arch: Option<Arch>,
     pub theme: Option<String>,
     pub gpu: bool,
+    /// Several GPUs (`--devices`): a worker each, the saved version on the first idle one.
+    pub devices: Option<crate::engine::Devices>,
     pub color: bool,
 }
 
@@ -58,6 +60,8 @@ pub struct Engine {
     cpu_started: bool,
     /// To the GPU's starter and its recovery: the reconnect key was pressed.
     reconnect: Option<Sender<()>>,
+    /// The folder several GPUs' workers share references in, removed when watch ends.
+    shared: Option<crate::run::host::shared::SharedDir>,
     /// The inputs' seed, the same across saves (so the worker keeps a size's inputs and
     /// reference resident) until the reseed key draws a fresh one.
     seed: u64,
@@ -79,6 +83,7 @@ impl Engine {
             pool: Arc::new(Pool::new(Order::Watch, Arc::new(sink))),
             cpu_started: false,
             reconnect: None,
+            shared: None,
             seed: fresh_seed(),
         }
     }
@@ -88,11 +93,14 @@ impl Engine {
     }
 
     /// Looks for the GPU on a thread of its own; it reports what it found as an `Action::Gpu`
-    /// and, once found, serves runs.
-    pub fn start_gpu(&mut self, worker: WorkerCommand) {
+    /// and, once found, serves runs. With `devices`, the other GPUs join once the first is
+    /// found, each with a worker of its own.
+    pub fn start_gpu(&mut self, worker: WorkerCommand, devices: Option<crate::engine::Devices>) {
+        let (worker, shared) = crate::engine::gpus::share_references(worker, devices.as_ref());
+        self.shared = shared;
         let (rtx, rrx) = channel();
         let (tx, pool) = (self.tx.clone(), self.pool.clone());
-        std::thread::spawn(move || find_gpu(worker, rrx, tx, pool));
+        std::thread::spawn(move || find_gpu(worker, devices, rrx, tx, pool));
         self.reconnect = Some(rtx);
     }
 
@@ -375,18 +383,31 @@ fn watch_bench(gpu: bool) -> BenchSpec {
 /// Starts the GPU worker, telling the UI how it went; until it answers, each press of the
 /// reconnect key tries again. Once it does, the GPU joins the pool, and the same key brings
 /// back a remote worker whose connection is lost (the job in flight then runs again).
-fn find_gpu(cmd: WorkerCommand, reconnect: Receiver<()>, tx: Sender<Msg>, pool: Arc<Pool>) {
+fn find_gpu(
+    cmd: WorkerCommand,
+    devices: Option<crate::engine::Devices>,
+    reconnect: Receiver<()>,
+    tx: Sender<Msg>,
+    pool: Arc<Pool>,
+) {
     let send = move |a: Action| tx.send(Msg::Action(a)).is_ok();
+    let first = devices.as_ref().map_or(0, |d| d.first());
     loop {
         let started = Supervisor::start(cmd.clone())
-            .and_then(|mut s| s.device(0).map(|d| (s, d)))
+            .and_then(|mut s| s.device(first).map(|d| (s, d)))
             .map_err(|e| e.to_string());
         match started {
             Ok((sup, device)) => {
                 send(Action::Gpu(GpuState::Present(device.clone())));
+                let rest = devices.as_ref().map_or(Vec::new(), |d| d.rest(&device));
+                let arch = device.arch.clone();
+                let send2 = send.clone();
                 let recover = move |sup: &mut Supervisor| wait_reconnect(sup, &reconnect, &send);
-                let gpu = GpuBackend::new(sup, 0, device).with_recovery(Box::new(recover));
+                let gpu = GpuBackend::new(sup, first, device).with_recovery(Box::new(recover));
                 pool.add(Box::new(gpu));
+                if !rest.is_empty() {
+                    add_gpus(&cmd, (first, &arch), &rest, &pool, &send2);
+                }
                 return;
             }
             Err(e) => {
@@ -400,6 +421,42 @@ fn find_gpu(cmd: WorkerCommand, reconnect: Receiver<()>, tx: Sender<Msg>, pool: 
             }
         }
     }
+}
+
+/// Opens the GPUs after the first side by side and adds each that opens, and is of the first's
+/// arch, to the pool; says which serve runs, and why any does not.
+fn add_gpus(
+    cmd: &WorkerCommand,
+    (first, arch): (u32, &str),
+    rest: &[u32],
+    pool: &Pool,
+    send: &dyn Fn(Action) -> bool,
+) {
+    let mut serving = vec![first];
+    let mut problems = Vec::new();
+    for (k, g) in rest
+        .iter()
+        .zip(crate::engine::gpus::open_side_by_side(cmd, rest))
+    {
+        match g {
+            Ok(g) if g.device().arch != arch => problems.push(format!(
+                "GPU {k} is {} ({}), not {arch}: left out",
+                g.device().name,
+                g.device().arch
+            )),
+            Ok(g) => {
+                serving.push(*k);
+                pool.add(Box::new(g));
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    let list: Vec<String> = serving.iter().map(u32::to_string).collect();
+    let mut msg = format!("runs on {} GPUs ({})", serving.len(), list.join(", "));
+    for p in problems {
+        msg += &format!("; {p}");
+    }
+    send(Action::Message(msg));
 }
 
 /// Waits for the reconnect key, then tries, saying how it went; tries again on the next press.
@@ -459,7 +516,7 @@ pub fn run(opts: WatchOptions) -> Result<(), StartError> {
     }
     let mut watcher = watch(&tx, &watched_files(&app)).map_err(StartError::Watch)?;
     if opts.gpu {
-        engine.start_gpu(opts.worker.clone());
+        engine.start_gpu(opts.worker.clone(), opts.devices.clone());
     } else {
         app.gpu = GpuState::Absent("disabled with --no-gpu".into());
     }

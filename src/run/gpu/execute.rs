@@ -62,6 +62,8 @@ pub struct Workbench {
     pub l2_bytes: u64,
     /// Recent jobs' inputs and references, reused by jobs that ask for the same.
     pub data: DataCache,
+    /// References shared with the other workers of a `--devices` run, made once per host.
+    pub shared: Option<crate::run::host::shared::SharedRefs>,
     /// Draws inputs on the GPU (the host's bits, no upload); `None`: inputs are uploaded.
     pub devgen: Option<crate::run::gpu::devgen::DeviceGen>,
 }
@@ -349,9 +351,19 @@ fn reference(
         )?));
     }
     progress.cpu_busy(true);
-    let r = host_reference(job, outputs, host);
+    let r = match (&wb.shared, &job.reference) {
+        // Only an expression is worth sharing: `.npy` files are read, a version is run.
+        (Some(shared), ReferenceSpec::Expr { .. }) => shared
+            .get_or_make(data_key(job), || {
+                host_reference(job, outputs, host)
+                    .unwrap_or(Ok(None))
+                    .map(Option::unwrap_or_default)
+            })
+            .map(Some),
+        _ => host_reference(job, outputs, host).unwrap_or(Ok(None)),
+    };
     progress.cpu_busy(false);
-    r.unwrap_or(Ok(None)).map_err(ExecError::Failed)
+    r.map_err(ExecError::Failed)
 }
 
 /// Runs the reference version on the same inputs into outputs of its own.

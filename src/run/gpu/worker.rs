@@ -239,6 +239,7 @@ fn open_device(ordinal: usize) -> Result<Open, String> {
             l2_bytes: info.l2_bytes,
             data: crate::run::host::data::DataCache::for_this_machine(),
             devgen,
+            shared: crate::run::host::shared::SharedRefs::from_env(),
         },
         info,
     })

@@ -8,3 +8,4 @@ pub mod counter_rng;
 pub mod data;
 pub mod inputs;
 pub mod npy;
+pub mod shared;

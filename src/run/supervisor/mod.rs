@@ -354,6 +354,7 @@ impl Worker {
         use std::os::unix::process::CommandExt;
         let mut child = Command::new(&cmd.program)
             .args(&cmd.args)
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -190,12 +190,13 @@ serve()
     let (result, phases) = run(&mut sup, &job(1, 300));
     match result {
         JobResult::Timeout { silent_ms } => assert!(
-            (300..2_000).contains(&silent_ms),
+            (300..10_000).contains(&silent_ms),
             "silent for {silent_ms} ms"
         ),
         other => panic!("expected a timeout, got {other:?}"),
     }
-    assert!(began.elapsed() < Duration::from_secs(3));
+    // Bounds loose enough for a loaded CI machine: the job itself would never end.
+    assert!(began.elapsed() < Duration::from_secs(15));
     assert_eq!(phases, [Phase::Preparing]);
     assert!(!alive(hung), "the hung worker is still running");
     assert_eq!(sup.restarts(), 1);
@@ -428,10 +429,11 @@ serve()
         asked.get() > 3
     };
     let began = Instant::now();
-    let result = sup.run_cancellable(&job(1, 5_000), &mut |_| {}, &cancel);
+    let result = sup.run_cancellable(&job(1, 60_000), &mut |_| {}, &cancel);
     assert_eq!(result, JobResult::Cancelled);
+    // Well under the 60 s watchdog (the job itself never ends), loose for a loaded machine.
     assert!(
-        began.elapsed() < Duration::from_secs(3),
+        began.elapsed() < Duration::from_secs(20),
         "cancelling took {:?}",
         began.elapsed()
     );

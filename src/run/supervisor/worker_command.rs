@@ -14,6 +14,9 @@ pub struct WorkerCommand {
     pub args: Vec<String>,
     /// The host a remote worker runs on, for messages (how to install kwb there).
     pub host: Option<String>,
+    /// Variables set in the worker's environment (on this machine: an ssh worker does not get
+    /// them).
+    pub env: Vec<(String, String)>,
 }
 
 impl WorkerCommand {
@@ -30,6 +33,7 @@ impl WorkerCommand {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
             host: None,
+            env: Vec::new(),
         }
     }
 
@@ -59,6 +63,12 @@ impl WorkerCommand {
             host: Some(host.to_string()),
             ..Self::new("ssh", args)
         }
+    }
+
+    /// The same command with `name=value` in its environment.
+    pub fn with_env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
     }
 
     /// The command as the user wrote it, for messages.
