@@ -9,10 +9,11 @@ torch and triton are imported once for many kernels. A request:
 
     {"file": "/abs/k.py", "kernel": "k", "grid": [g0, g1, g2], "num_warps": 4,
      "args": [{"npy": "/abs/x.npy", "out": "/abs/x.out.npy"}, {"int": 7}, {"float": 0.5}],
-     "constexprs": {"BLOCK": 64}}
+     "constexprs": {"BLOCK": 64, "DT": {"dtype": "float16"}}}
 
 Each buffer argument is read from its `npy`, passed as a CPU tensor, and written after the
-launch to its `out`. The answer is {"ok": true} or {"ok": false, "error": "..."}.
+launch to its `out`. A constexpr given as {"dtype": NAME} is `triton.language.NAME`. The answer
+is {"ok": true} or {"ok": false, "error": "..."}.
 """
 
 import importlib.util
@@ -54,7 +55,11 @@ def run(req, n):
     if DEVICE != "cpu" and os.environ.get("KWB_TRITON_FP_FUSION") == "0":
         # Round every product and sum, as kwb and Triton's interpreter do (no FMA contraction).
         opts["enable_fp_fusion"] = False
-    kernel[grid](*args, **req.get("constexprs", {}), num_warps=req.get("num_warps", 4), **opts)
+    constexprs = {
+        name: getattr(triton.language, v["dtype"]) if isinstance(v, dict) else v
+        for name, v in req.get("constexprs", {}).items()
+    }
+    kernel[grid](*args, **constexprs, num_warps=req.get("num_warps", 4), **opts)
     for t, path in outs:
         np.save(path, t.cpu().numpy())
 

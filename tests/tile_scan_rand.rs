@@ -1,5 +1,5 @@
-//! Triton parity for scans, reductions with a combine function, random numbers, and the other
-//! `triton.language` functions added for issue 26. As in `tile_parity.rs`, each feature is
+//! Triton parity for scans, reductions with a combine function, sorts, random numbers, and the
+//! other `triton.language` functions added for issue 26. As in `tile_parity.rs`, each feature is
 //! checked twice: the tile interpreter gives Triton's values (the expected numbers come from
 //! Triton 3.9.0's own interpreter, `TRITON_INTERPRET=1`, where a comment says so, else worked
 //! out by hand), and the CUDA kwb generates compiles with NVRTC and agrees with the
@@ -8,7 +8,7 @@
 mod support;
 
 use kwb::tile::{ArgKind, ConstValue, DType, InterpArg, InterpBuffer, KernelRequest};
-use support::differential::{cpu_vs_emulator, Case};
+use support::differential::{cpu_vs_emulator, cpu_vs_emulator_exact, Case};
 
 /// A kernel argument for the interpreter: a buffer (its dtype and values) or an integer.
 pub enum A {
@@ -21,15 +21,26 @@ pub fn buf(d: DType, v: &[f64]) -> A {
 }
 
 fn to_bytes(d: DType, v: &[f64]) -> Vec<u8> {
+    let ints = |size: usize| -> Vec<u8> {
+        (v.iter())
+            .flat_map(|x| (*x as i64).to_le_bytes()[..size].to_vec())
+            .collect()
+    };
     match d {
         DType::F32 => v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect(),
-        DType::I32 => v.iter().flat_map(|x| (*x as i32).to_le_bytes()).collect(),
         DType::F64 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         DType::F16 => v
             .iter()
             .flat_map(|x| half::f16::from_f64(*x).to_le_bytes())
             .collect(),
-        other => panic!("no test buffers of {other:?}"),
+        DType::BF16 => v
+            .iter()
+            .flat_map(|x| half::bf16::from_f64(*x).to_le_bytes())
+            .collect(),
+        DType::I64 => ints(8),
+        DType::I32 => ints(4),
+        DType::I16 => ints(2),
+        DType::I8 | DType::U8 | DType::Bool => ints(1),
     }
 }
 
@@ -39,10 +50,6 @@ fn from_bytes(d: DType, b: &[u8]) -> Vec<f64> {
             .chunks(4)
             .map(|c| f64::from(f32::from_le_bytes(c.try_into().unwrap())))
             .collect(),
-        DType::I32 => b
-            .chunks(4)
-            .map(|c| f64::from(i32::from_le_bytes(c.try_into().unwrap())))
-            .collect(),
         DType::F64 => b
             .chunks(8)
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
@@ -51,7 +58,24 @@ fn from_bytes(d: DType, b: &[u8]) -> Vec<f64> {
             .chunks(2)
             .map(|c| half::f16::from_le_bytes(c.try_into().unwrap()).to_f64())
             .collect(),
-        other => panic!("no test buffers of {other:?}"),
+        DType::BF16 => b
+            .chunks(2)
+            .map(|c| half::bf16::from_le_bytes(c.try_into().unwrap()).to_f64())
+            .collect(),
+        DType::I64 => b
+            .chunks(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
+            .collect(),
+        DType::I32 => b
+            .chunks(4)
+            .map(|c| f64::from(i32::from_le_bytes(c.try_into().unwrap())))
+            .collect(),
+        DType::I16 => b
+            .chunks(2)
+            .map(|c| f64::from(i16::from_le_bytes(c.try_into().unwrap())))
+            .collect(),
+        DType::I8 => b.iter().map(|&c| f64::from(c as i8)).collect(),
+        DType::U8 | DType::Bool => b.iter().map(|&c| f64::from(c)).collect(),
     }
 }
 
@@ -152,6 +176,18 @@ pub fn emulator_case(
     args: &str,
     tol: (f64, f64),
 ) {
+    emulator_check(src, constexprs, num_warps, bufs, args, Some(tol));
+}
+
+/// [`emulator_case`] within `tol`, or, with `None`, bit for bit (`-0.0` is not `0.0`).
+pub fn emulator_check(
+    src: &str,
+    constexprs: &str,
+    num_warps: u32,
+    bufs: &[EmuBuf],
+    args: &str,
+    tol: Option<(f64, f64)>,
+) {
     support::provision_nvrtc();
     let arch = kwb::compile::Arch::parse("sm_90").unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -180,9 +216,13 @@ pub fn emulator_case(
         size: "s",
         seed: 7,
         code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
-        tolerance: Some(tol),
+        tolerance: tol,
     };
-    if let Err(e) = cpu_vs_emulator(dir.path(), arch, &case) {
+    let compared = match tol {
+        Some(_) => cpu_vs_emulator(dir.path(), arch, &case),
+        None => cpu_vs_emulator_exact(dir.path(), arch, &case),
+    };
+    if let Err(e) = compared {
         panic!("{constexprs} with {num_warps} warps: {e}");
     }
 }
@@ -203,3 +243,7 @@ mod misc;
 mod random;
 #[path = "tile_scan_rand/scan.rs"]
 mod scan;
+#[path = "tile_scan_rand/sort.rs"]
+mod sort;
+#[path = "tile_scan_rand/sort_triton.rs"]
+mod sort_triton;

@@ -82,6 +82,31 @@ fn tag(case: &Case) -> String {
 /// running the CUDA kwb generated. No GPU needed; Err says where they differ beyond
 /// `case.tolerance` (default rtol 1e-5, atol 1e-5).
 pub fn cpu_vs_emulator(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
+    let (rtol, atol) = case.tolerance.unwrap_or((1e-5, 1e-5));
+    both_engines(dir, arch, case, |w, g| {
+        let same_nan = w.is_nan() && g.is_nan();
+        let close = (w - g).abs() <= atol + rtol * w.abs();
+        same_nan || close
+    })
+}
+
+/// [`cpu_vs_emulator`] where every output element must be the same bit for bit, as kwb
+/// carries it (an `f64`: `-0.0` is not `0.0`; a NaN matches any NaN, since a buffer's NaN
+/// payload does not survive the conversion); `case.tolerance` is not used.
+pub fn cpu_vs_emulator_exact(dir: &Path, arch: Arch, case: &Case) -> Result<(), String> {
+    both_engines(dir, arch, case, |w, g| {
+        (w.is_nan() && g.is_nan()) || w.to_bits() == g.to_bits()
+    })
+}
+
+/// The outputs of `case` on the interpreter (`case.code`) and on the emulator, compared
+/// element by element with `same(interpreter, emulator)`.
+fn both_engines(
+    dir: &Path,
+    arch: Arch,
+    case: &Case,
+    same: impl Fn(f64, f64) -> bool,
+) -> Result<(), String> {
     let (job, c) = planned(dir, arch, case)?;
     let want = run_outputs(&job, &(case.code)(&c), &CpuOptions::default())?;
     let module = kwb::emu::Module::parse(&c.ptx)
@@ -91,17 +116,12 @@ pub fn cpu_vs_emulator(dir: &Path, arch: Arch, case: &Case) -> Result<(), String
         &CpuCode::Ptx(std::sync::Arc::new(module)),
         &CpuOptions::default(),
     )?;
-    let (rtol, atol) = case.tolerance.unwrap_or((1e-5, 1e-5));
     let outputs = job.buffers.iter().filter(|b| b.role == Role::Output);
     for ((b, w), g) in outputs.zip(&want).zip(&got) {
-        let bad = w.data.iter().zip(&g.data).enumerate().find(|(_, (w, g))| {
-            let same_nan = w.is_nan() && g.is_nan();
-            let close = (*w - *g).abs() <= atol + rtol * w.abs();
-            !same_nan && !close
-        });
+        let bad = (w.data.iter().zip(&g.data).enumerate()).find(|(_, (w, g))| !same(**w, **g));
         if let Some((i, (w, g))) = bad {
             return Err(format!(
-                "`{}`[{i}]: the interpreter gives {w}, the emulator {g}",
+                "`{}`[{i}]: the interpreter gives {w:?}, the emulator {g:?}",
                 b.name
             ));
         }

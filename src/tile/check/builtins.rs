@@ -215,6 +215,7 @@ impl Ck<'_> {
             }
             "sum" | "max" | "min" | "argmax" | "argmin" => self.reduce(name, a),
             "cumsum" | "cumprod" | "associative_scan" | "reduce" => self.scan_call(name, a),
+            "sort" => self.sort_call(a),
             "join" | "split" | "interleave" | "flip" | "ravel" => self.rearrange(name, a),
             "clamp" => self.clamp(a),
             "swizzle2d" => self.swizzle2d(a),

@@ -23,6 +23,7 @@ mod reached;
 mod rearrange;
 mod scan;
 mod shape;
+mod sort;
 mod standard;
 mod stmt;
 mod units;

@@ -11,7 +11,7 @@ use super::writer::Writer;
 use crate::tile::ir::{AtomicOp, Const, Scalar, VarId};
 
 /// The bits of element `x` of type `s`, as an unsigned integer of the element's width.
-fn bits(s: Scalar, x: &str) -> String {
+pub(super) fn bits(s: Scalar, x: &str) -> String {
     match s {
         Scalar::F32 => format!("__float_as_uint({x})"),
         Scalar::F16 => format!("(unsigned)__half_as_ushort({x})"),
@@ -25,7 +25,7 @@ fn bits(s: Scalar, x: &str) -> String {
 }
 
 /// Element of type `s` from its bits `w` (an unsigned integer expression).
-fn from_bits(s: Scalar, w: &str) -> String {
+pub(super) fn from_bits(s: Scalar, w: &str) -> String {
     match s {
         Scalar::F32 => format!("__uint_as_float({w})"),
         Scalar::F16 => format!("__ushort_as_half((unsigned short)({w}))"),

@@ -24,6 +24,7 @@ mod relayout;
 mod remat;
 mod ring;
 mod scan;
+mod sort;
 mod statements;
 mod streaming;
 mod stride;

@@ -267,6 +267,7 @@ impl Writer<'_> {
                 self.scan(dst, &site, line)
             }
             Op::Dot { a, b, acc, .. } => self.dot(dst, *a, *b, *acc, line),
+            Op::Sort { src, descending } => self.sort(dst, *src, *descending, line),
             Op::Atomic {
                 op,
                 ptr,
@@ -316,7 +317,7 @@ impl Writer<'_> {
     pub fn uses_scratch(&self, dst: VarId, op: &Op) -> bool {
         match op {
             Op::Reduce { .. } => self.is_tile(dst),
-            Op::Scan { .. } | Op::ReduceWith { .. } => true,
+            Op::Scan { .. } | Op::ReduceWith { .. } | Op::Sort { .. } => true,
             Op::Broadcast(src)
             | Op::Permute { src, .. }
             | Op::Reshape(src)

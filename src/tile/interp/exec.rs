@@ -360,6 +360,9 @@ fn eval(ctx: &mut Ctx, env: &Env, ty: &Type, op: &Op, out: &mut Data) -> Result<
             cmp,
         } => return memory::atomic(ctx, env, *op, *ptr, (*value, *cmp), *mask, out),
         Op::Dot { a, b, acc, .. } => return dot::dot(env, *a, *b, *acc, ty, out),
+        Op::Sort { src, descending } => {
+            return super::sort::sort(env, *src, *descending, ty, out);
+        }
         Op::Scan { .. } | Op::ReduceWith { .. } => {
             return Err(Fault::interp("a scan evaluated as a plain op"))
         }

@@ -16,6 +16,7 @@ mod math;
 mod memory;
 mod scan;
 mod shape;
+mod sort;
 mod validate;
 mod value;
 

@@ -334,6 +334,14 @@ impl<'k> Validator<'k> {
                 Ok(())
             }
             Op::Scan { .. } | Op::ReduceWith { .. } => self.scan_op(d, op),
+            Op::Sort { src, .. } => {
+                self.scalar_elem(*src)?;
+                let n = d.shape.last().copied().unwrap_or(0);
+                if self.ty(*src)? != d || !n.is_power_of_two() {
+                    return Err(bad(format!("a sort of {:?} into {:?}", self.ty(*src)?, d)));
+                }
+                Ok(())
+            }
             Op::Atomic {
                 op,
                 ptr,

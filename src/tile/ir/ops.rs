@@ -211,6 +211,18 @@ pub enum Op {
         axis: Option<u32>,
         combine: Box<Combine>,
     },
+    /// `tl.sort` along the last axis (of a power-of-two length): each line, ascending or
+    /// `descending`. Defined as Triton's bitonic network on the line's positions `0..n`: for
+    /// each stage `s` in `1..=log2(n)` and each `j` from `s - 1` down to 0, every pair
+    /// `(k, k | 1 << j)` with bit `j` of `k` clear, of values `(a, b)`, runs in direction
+    /// `d` (bit `s` of `k` while `s < log2(n)`, else `descending`) and becomes
+    /// `((a > b) != d ? b : a, (b > a) == d ? a : b)`. Where neither value is greater (equal
+    /// values, `+0.0` and `-0.0`, a NaN) both positions take the same one, so a line with NaNs
+    /// is not a permutation of its input; that is what Triton computes as well.
+    Sort {
+        src: VarId,
+        descending: bool,
+    },
     /// `tl.atomic_*`: returns the old values. Masked-off lanes do nothing and yield 0.
     Atomic {
         op: AtomicOp,
@@ -255,6 +267,7 @@ impl Op {
             | Op::Permute { src: a, .. }
             | Op::Unary { src: a, .. }
             | Op::Reduce { src: a, .. }
+            | Op::Sort { src: a, .. }
             | Op::Hint { src: a, .. } => vec![*a],
             Op::Scan { srcs, .. } | Op::ReduceWith { srcs, .. } => srcs.clone(),
             Op::Binary { lhs, rhs, .. } => vec![*lhs, *rhs],
