@@ -188,10 +188,57 @@ pub fn emulator_check(
     args: &str,
     tol: Option<(f64, f64)>,
 ) {
-    support::provision_nvrtc();
-    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("k.py");
+    let yaml = one_program_workspace(dir.path(), src, constexprs, num_warps, bufs, args);
+    let case = Case {
+        yaml: &yaml,
+        version: "k",
+        size: "s",
+        seed: 7,
+        code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
+        tolerance: tol,
+    };
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    let compared = match tol {
+        Some(_) => cpu_vs_emulator(dir.path(), arch, &case),
+        None => cpu_vs_emulator_exact(dir.path(), arch, &case),
+    };
+    if let Err(e) = compared {
+        panic!("{constexprs} with {num_warps} warps: {e}");
+    }
+}
+
+/// As [`emulator_check`], with the generated CUDA run on the GPU by `kwb batch` and checked
+/// against the interpreter's outputs with zero tolerance.
+pub fn gpu_check(src: &str, constexprs: &str, num_warps: u32, bufs: &[EmuBuf], args: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = one_program_workspace(dir.path(), src, constexprs, num_warps, bufs, args)
+        + "reference:\n  expr:\n    unused: 0\n";
+    let case = Case {
+        yaml: &yaml,
+        version: "k",
+        size: "s",
+        seed: 7,
+        code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
+        tolerance: Some((0.0, 0.0)),
+    };
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    if let Err(e) = support::differential::cpu_vs_gpu(dir.path(), arch, &case) {
+        panic!("{constexprs} with {num_warps} warps: {e}");
+    }
+}
+
+/// A workspace of one single-program launch of kernel `k` in `src`, written into `dir`.
+fn one_program_workspace(
+    dir: &std::path::Path,
+    src: &str,
+    constexprs: &str,
+    num_warps: u32,
+    bufs: &[EmuBuf],
+    args: &str,
+) -> String {
+    support::provision_nvrtc();
+    let file = dir.join("k.py");
     std::fs::write(&file, src).unwrap();
     let mut buffers = String::new();
     for EmuBuf(name, dtype, n, output, init) in bufs {
@@ -205,26 +252,11 @@ pub fn emulator_check(
             "  {name}: {{dtype: {dtype}, shape: [{n}]{out}{init}}}\n"
         ));
     }
-    let yaml = format!(
+    format!(
         "name: scan\nsizes:\n  - {{name: s, N: 1}}\nbuffers:\n{buffers}versions:\n  k:\n    file: {}\n    entry: k\n    constexprs: {{{constexprs}}}\n    num_warps: {num_warps}\n    grid: 1\n    args: [{}]\n",
         file.display(),
         args
-    );
-    let case = Case {
-        yaml: &yaml,
-        version: "k",
-        size: "s",
-        seed: 7,
-        code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
-        tolerance: tol,
-    };
-    let compared = match tol {
-        Some(_) => cpu_vs_emulator(dir.path(), arch, &case),
-        None => cpu_vs_emulator_exact(dir.path(), arch, &case),
-    };
-    if let Err(e) = compared {
-        panic!("{constexprs} with {num_warps} warps: {e}");
-    }
+    )
 }
 
 pub fn int(v: i64) -> ConstValue {

@@ -286,7 +286,7 @@ fn sorts_agree_with_the_emulator_bit_for_bit() {
     let path = dir.path().join("x.npy");
     let mut rng = Rng(16);
     let x: Vec<f64> = (0..256).map(|_| rng.below(7) as f64 - 3.0).collect();
-    kwb::run::npy::write(&path, &[256], DType::F64, &x).unwrap();
+    kwb::run::host::npy::write(&path, &[256], DType::F64, &x).unwrap();
     let init = format!("{{npy: {}}}", path.display());
     for desc in [false, true] {
         check(16, 16, 4, 4, "float32", "f32", &init, desc);
@@ -307,7 +307,7 @@ fn nan_and_signed_zeros_agree_with_the_emulator() {
     ] {
         let x = with_specials(&mut rng, r * n);
         let path = dir.path().join(format!("{dt}.npy"));
-        kwb::run::npy::write(&path, &[r * n], DType::F64, &x).unwrap();
+        kwb::run::host::npy::write(&path, &[r * n], DType::F64, &x).unwrap();
         let init = format!("{{npy: {}}}", path.display());
         for desc in [false, true] {
             check(r, n, 1, warps, dt, b, &init, desc);
@@ -339,4 +339,36 @@ fn check(r: usize, n: usize, form: i64, warps: u32, dt: &str, b: &str, init: &st
         EmuBuf("y", b, r * n, true, ""),
     ];
     emulator_check(SORT, &cx, warps, &bufs, "x, y", None);
+}
+
+/// The generated sort on a GPU (H100/H200) gives the interpreter's values bit for bit: 1-D and
+/// 2-D tiles, 1 to 8 warps, both directions, floats and integers of each width.
+#[test]
+#[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
+fn sorts_on_a_gpu_give_the_interpreters_values() {
+    if kwb::run::gpu::open::gpu_or_skip("sorts_on_a_gpu_give_the_interpreters_values").is_none() {
+        return;
+    }
+    let floats = "{uniform: [-4, 4]}";
+    let ints = "{uniform: [-1000, 1000]}";
+    let cases: &[(usize, usize, i64, u32, &str, &str, &str)] = &[
+        (1, 1024, 0, 4, "float32", "f32", floats),
+        (1, 2048, 0, 8, "int32", "i32", ints),
+        (16, 64, 2, 4, "float32", "f32", floats),
+        (64, 16, 3, 2, "int32", "i32", ints),
+        (8, 128, 1, 4, "float16", "f16", floats),
+        (8, 128, 2, 4, "bfloat16", "bf16", floats),
+        (4, 64, 1, 2, "int8", "i8", "{uniform: [-100, 100]}"),
+        (4, 64, 1, 2, "uint64", "i64", ints),
+    ];
+    for &(r, n, form, warps, dt, b, init) in cases {
+        for desc in [false, true] {
+            let cx = format!("R: {r}, N: {n}, DESC: {desc}, DT: tl.{dt}, FORM: {form}");
+            let bufs = [
+                EmuBuf("x", b, r * n, false, init),
+                EmuBuf("y", b, r * n, true, ""),
+            ];
+            crate::gpu_check(SORT, &cx, warps, &bufs, "x, y");
+        }
+    }
 }

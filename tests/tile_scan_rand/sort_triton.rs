@@ -74,8 +74,8 @@ fn triton_run(
     x: &[f64],
 ) -> Vec<f64> {
     let npy = |name: &str| dir.join(format!("{name}.npy"));
-    kwb::run::npy::write(&npy("x"), &[x.len()], t.buf, x).unwrap();
-    kwb::run::npy::write(&npy("y"), &[x.len()], t.buf, &vec![0.0; x.len()]).unwrap();
+    kwb::run::host::npy::write(&npy("x"), &[x.len()], t.buf, x).unwrap();
+    kwb::run::host::npy::write(&npy("y"), &[x.len()], t.buf, &vec![0.0; x.len()]).unwrap();
     let arg = |name: &str| {
         format!(
             "{{\"npy\": \"{}\", \"out\": \"{}\"}}",
@@ -96,5 +96,5 @@ fn triton_run(
             t.dt.triton_name()
         );
     }
-    kwb::run::npy::read_f64(&npy("y.out")).unwrap().1
+    kwb::run::host::npy::read_f64(&npy("y.out")).unwrap().1
 }

@@ -6,7 +6,9 @@
 //! started for one run share a folder (`KWB_SHARED_DATA`, made and removed by the run): the
 //! first worker to need a reference takes a lock file and makes it, and the others wait for its
 //! file and read it. A worker that finds the lock's holder gone (killed mid-reference) takes the
-//! lock over. Nothing here is needed for correctness: without the variable, or when the folder
+//! lock over. References of different sizes are made one at a time on the host (each uses
+//! every core; two side by side took longer each than both one after the other). Nothing here
+//! is needed for correctness: without the variable, or when the folder
 //! cannot be used, a worker makes its own reference, as one worker always did.
 
 use crate::expr::Tensor;
@@ -60,7 +62,12 @@ impl SharedRefs {
             match OpenOptions::new().write(true).create_new(true).open(&lock) {
                 Ok(mut f) => {
                     let _ = writeln!(f, "{}", std::process::id());
+                    let host = self.dir.join("host.lock");
+                    let turn = take_turn(&host, start);
                     let made = make();
+                    if turn {
+                        let _ = fs::remove_file(&host);
+                    }
                     if let Ok(t) = &made {
                         let tmp = self.path(key, &format!("tmp{}", std::process::id()));
                         if write(&tmp, t).is_ok() {
@@ -83,6 +90,29 @@ impl SharedRefs {
                 }
                 Err(_) => return make(),
             }
+        }
+    }
+}
+
+/// Waits for the host's turn to make a reference (the lock file at `path`), within the
+/// patience left since `start`; true when the turn was taken (and must be given back).
+fn take_turn(path: &Path, start: Instant) -> bool {
+    loop {
+        match OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(mut f) => {
+                let _ = writeln!(f, "{}", std::process::id());
+                return true;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if holder_gone(path) {
+                    let _ = fs::remove_file(path);
+                } else if start.elapsed() > PATIENCE {
+                    return false;
+                } else {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            Err(_) => return false,
         }
     }
 }
