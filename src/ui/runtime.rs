@@ -474,6 +474,10 @@ pub fn run(opts: WatchOptions) -> Result<(), StartError> {
             }
         });
     }
+    if let Ok(size) = terminal.size() {
+        let screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+        engine.apply(&mut app, Action::Resize(screen));
+    }
     engine.first_pass(&mut app);
     let frame_gap = Duration::from_millis(16);
     let mut last_draw = Instant::now() - frame_gap;
