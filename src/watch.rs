@@ -16,19 +16,22 @@
 //!   Events on other files of those directories (temporaries, `~` backups, `4913`, `.swp`) are
 //!   dropped unless a rename lands them on a watched file. Reads (open, close without write, access
 //!   time) never count, so the compiler reading a source does not trigger a reload.
-//! * Two stages of debouncing. notify-debouncer-full (timeout `debounce / 2`, tick `debounce / 8`)
-//!   stitches rename pairs and drops duplicates, but it releases each raw event on its own timer,
-//!   so a burst longer than its timeout comes out in several batches. A second, trailing-edge stage
-//!   on our own thread merges batches and calls `on_change` once the watched files have been quiet
-//!   for `debounce`.
+//! * Two stages of debouncing ([`Timing`]). notify-debouncer-full (timeout `stitch`, tick
+//!   `stitch / 4`) stitches rename pairs and drops duplicates, but it releases each raw event on its
+//!   own timer, so a burst longer than its timeout comes out in several batches. A second,
+//!   trailing-edge stage on our own thread merges batches and calls `on_change` once the watched
+//!   files have been quiet for `quiet`.
 //!
-//! Guarantee: events on watched files that follow each other by less than `7/8 × debounce` give
-//! exactly one `Changed`, delivered about `1.5 × debounce` to `1.625 × debounce` (plus scheduling
-//! delay) after the last of them, so a save whose steps are that close is read once, when done.
-//! Gaps longer than `debounce + debounce / 8` always give separate events, except that a file
-//! reported again within [`MAX_DELAY_FACTOR`] × `debounce` with the same bytes is not reported
-//! (the tail of one save whose steps were spread out, such as vim's fsync on a loaded machine).
-//! Activity that never pauses is still reported at least every [`MAX_DELAY_FACTOR`] × `debounce`.
+//! Guarantee: events on watched files that follow each other by less than `quiet - stitch / 4`
+//! give exactly one `Changed`, delivered about `stitch + quiet` to `stitch + quiet + stitch / 4`
+//! (plus scheduling delay) after the last of them, so a save whose steps are that close is read
+//! once, when done. Gaps longer than `quiet + stitch / 4` always give separate events, except that
+//! a file reported again within `max_delay` with the same bytes is not reported (the tail of one
+//! save whose steps were spread out, such as vim's fsync on a loaded machine). Activity that never
+//! pauses is still reported at least every `max_delay`. [`FileWatcher::new`] takes one `debounce`
+//! for all three ([`Timing::debounce`]): merged below `7/8 × debounce`, delivered after
+//! `1.5 × debounce` to `1.625 × debounce`, reported at least every [`MAX_DELAY_FACTOR`] ×
+//! `debounce`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -44,9 +47,36 @@ use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, Recom
 
 /// Smaller debounce values are raised to this, so the debouncer's tick never spins.
 pub const MIN_DEBOUNCE: Duration = Duration::from_millis(4);
-/// A change is reported at the latest this many `debounce` periods after it, even if the watched
-/// files never go quiet.
+/// With [`Timing::debounce`], a change is reported at the latest this many `debounce` periods
+/// after it, even if the watched files never go quiet.
 pub const MAX_DELAY_FACTOR: u32 = 10;
+
+/// How raw events are grouped into one [`Changed`] (the module doc says what each guarantees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// The first stage's timeout (notify-debouncer-full: stitches rename pairs, drops
+    /// duplicates; it ticks every quarter of it).
+    pub stitch: Duration,
+    /// The second stage: a change is reported once the watched files have been quiet this long,
+    /// so writes closer than about this are one change.
+    pub quiet: Duration,
+    /// A change is reported at the latest this long after its first event, even if the files
+    /// never go quiet; a file reported again within this long with the same bytes is dropped.
+    pub max_delay: Duration,
+}
+
+impl Timing {
+    /// One figure for all three: stitch `debounce / 2`, quiet `debounce`, max delay
+    /// [`MAX_DELAY_FACTOR`] × `debounce`.
+    pub fn debounce(debounce: Duration) -> Timing {
+        let debounce = debounce.max(MIN_DEBOUNCE);
+        Timing {
+            stitch: debounce / 2,
+            quiet: debounce,
+            max_delay: debounce * MAX_DELAY_FACTOR,
+        }
+    }
+}
 
 /// Watched files whose content may have changed since the previous `Changed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,19 +127,29 @@ impl FileWatcher {
         debounce: Duration,
         on_change: impl FnMut(Changed) + Send + 'static,
     ) -> Result<FileWatcher, WatchError> {
-        let debounce = debounce.max(MIN_DEBOUNCE);
+        FileWatcher::with_timing(Timing::debounce(debounce), on_change)
+    }
+
+    /// [`FileWatcher::new`] with each stage's timing given (see [`Timing`]).
+    pub fn with_timing(
+        timing: Timing,
+        on_change: impl FnMut(Changed) + Send + 'static,
+    ) -> Result<FileWatcher, WatchError> {
+        let stitch = timing.stitch.max(MIN_DEBOUNCE / 2);
+        let quiet = timing.quiet.max(MIN_DEBOUNCE);
+        let max_delay = timing.max_delay.max(quiet);
         let set = Arc::new(Mutex::new(WatchSet::default()));
         let (tx, rx) = mpsc::channel::<Vec<PathBuf>>();
         let coalescer_set = Arc::clone(&set);
         thread::Builder::new()
             .name("kwb-watch".into())
-            .spawn(move || coalesce(&rx, debounce, &coalescer_set, on_change))
+            .spawn(move || coalesce(&rx, quiet, max_delay, &coalescer_set, on_change))
             .map_err(|e| WatchError::Start(notify::Error::io(e)))?;
         let mapper_set = Arc::clone(&set);
         // Dropping the debouncer ends its thread, which drops `tx` and so ends ours.
         let debouncer = new_debouncer(
-            debounce / 2,
-            Some(debounce / 8),
+            stitch,
+            Some(stitch / 4),
             move |result: DebounceEventResult| {
                 let hits = lock(&mapper_set).affected(&result);
                 if !hits.is_empty() {
@@ -284,15 +324,15 @@ impl WatchSet {
 }
 
 /// The trailing-edge stage: gathers hits until none has come for `quiet` (or the oldest has waited
-/// [`MAX_DELAY_FACTOR`] × `quiet`), then reports the ones still watched. Ends when the debouncer
-/// thread, which owns the sender, ends.
+/// `max_delay`), then reports the ones still watched. Ends when the debouncer thread, which owns
+/// the sender, ends.
 fn coalesce(
     rx: &Receiver<Vec<PathBuf>>,
     quiet: Duration,
+    max_delay: Duration,
     set: &Mutex<WatchSet>,
     mut on_change: impl FnMut(Changed),
 ) {
-    let max_delay = quiet * MAX_DELAY_FACTOR;
     // Each path's content at its last report, and when. A path reported again within
     // `max_delay` with the same bytes is the tail of the same save (an editor's fsync or
     // attribute change after a pause longer than `quiet`, as vim's on a loaded machine), not a

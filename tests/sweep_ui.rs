@@ -9,7 +9,7 @@ use kwb::compile::Arch;
 use kwb::report::{CheckSummary, RunResult, Status};
 use kwb::run::stats::{summarize, StopReason};
 use kwb::ui::action::{update, Action};
-use kwb::ui::app::{App, GpuState, Tab, VersionStatus};
+use kwb::ui::app::{App, CompareRow, CompareView, GpuState, RowKind, Tab, VersionStatus};
 use kwb::ui::draw::draw;
 use kwb::ui::panels::tabs;
 use kwb::ui::theme::Theme;
@@ -146,6 +146,49 @@ fn one_axis_sweep_table() {
         .unwrap();
     app.tab = Tab::Sweep;
     insta::assert_snapshot!("panel_sweep_one_axis", body(&app, 96, 12));
+}
+
+/// The shipped elementwise-add workspace at 80×24: thirteen versions, four of them swept with
+/// long names (`v9[block=1024]`), two marked for Compare. The narrow list shortens the swept
+/// names to their values so the marks show; the Compare table and the Sweep tab stay readable.
+#[test]
+fn marks_and_sweeps_at_80x24() {
+    let mut app = app_for("workspaces/elementwise-add.yaml");
+    let pick = |app: &App, name: &str| app.versions.iter().position(|v| v.name == name).unwrap();
+    let (a, b) = (pick(&app, "v9[block=1024]"), pick(&app, "v9[block=512]"));
+    app.marks = vec![a, b];
+    let ptx = |kind: &str| Some(format!("\tmov.u32 \t%r1, {kind};"));
+    app.compare = Some(CompareView {
+        left: a,
+        right: b,
+        rows: vec![
+            CompareRow {
+                left: ptx("1024"),
+                right: ptx("512"),
+                kind: RowKind::Changed,
+            },
+            CompareRow {
+                left: Some("\tret;".into()),
+                right: Some("\tret;".into()),
+                kind: RowKind::Same,
+            },
+        ],
+    });
+    app.selected = b;
+    app.tab = Tab::Compare;
+    let text = screen(&app, 80, 24);
+    let list: Vec<&str> = text.lines().take(15).collect();
+    assert!(
+        list.iter().any(|l| l.starts_with("│· v9[1024] [1]")),
+        "{text}"
+    );
+    assert!(
+        list.iter().any(|l| l.starts_with("│· v9[512]  [2]")),
+        "{text}"
+    );
+    insta::assert_snapshot!("compare_swept_80x24", text);
+    app.tab = Tab::Sweep;
+    insta::assert_snapshot!("sweep_screen_80x24", screen(&app, 80, 24));
 }
 
 #[test]

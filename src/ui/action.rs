@@ -49,6 +49,8 @@ pub enum RunEvent {
 pub enum Action {
     Quit,
     ToggleHelp,
+    /// The terminal's size changed (or is first known).
+    Resize(ratatui::layout::Rect),
     Up,
     Down,
     PageUp,
@@ -126,7 +128,36 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     let mut effects = Vec::new();
     match action {
         Action::Quit => app.quit = true,
-        Action::ToggleHelp => app.help = !app.help,
+        Action::ToggleHelp => {
+            app.help = !app.help;
+            app.help_scroll = 0;
+        }
+        Action::Resize(area) => {
+            app.screen = area;
+            scroll_help(app, 0);
+        }
+        // While the help is open, the movement keys scroll it.
+        Action::Up
+        | Action::Down
+        | Action::Scroll(_)
+        | Action::PageUp
+        | Action::PageDown
+        | Action::Top
+        | Action::Bottom
+            if app.help =>
+        {
+            let page = i32::from(super::panels::help::page(&app.help_lines, app.screen));
+            let by = match action {
+                Action::Up => -1,
+                Action::Down => 1,
+                Action::Scroll(d) => d,
+                Action::PageUp => -page,
+                Action::PageDown => page,
+                Action::Top => -i32::from(u16::MAX),
+                _ => i32::from(u16::MAX),
+            };
+            scroll_help(app, by);
+        }
         Action::Up => step(app, -1),
         Action::Down => step(app, 1),
         Action::PageUp => app.scroll = app.scroll.saturating_sub(20),
@@ -266,7 +297,8 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 // Versions compiled before the GPU answered get their runs now (on the CPU
                 // when there is none).
                 for (index, v) in app.versions.iter_mut().enumerate() {
-                    if v.status == VersionStatus::Done && v.compiled.is_some() {
+                    let waiting = matches!(v.status, VersionStatus::Queued | VersionStatus::Done);
+                    if waiting && v.compiled.is_some() {
                         v.status = VersionStatus::Checking;
                         effects.push(Effect::Run {
                             index,
@@ -279,6 +311,12 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Message(m) => app.message = m,
     }
     effects
+}
+
+/// Scrolls the help overlay by `by` rows, as far as it goes on the screen.
+fn scroll_help(app: &mut App, by: i32) {
+    let most = super::panels::help::max_scroll(&app.help_lines, app.screen);
+    app.help_scroll = (i32::from(app.help_scroll) + by).clamp(0, i32::from(most)) as u16;
 }
 
 /// Moves the selection in the focused list, or the cursor/scroll in the main tab.
@@ -452,7 +490,7 @@ fn compiled(app: &mut App, done: CompileDone, effects: &mut Vec<Effect>) {
                 generation: done.generation,
             });
         } else {
-            v.status = VersionStatus::Done;
+            v.status = VersionStatus::Queued;
         }
     } else {
         v.status = VersionStatus::CompileError;

@@ -5,6 +5,7 @@ use crate::compile::{Arch, CompiledVersion};
 use crate::diag::Diagnostic;
 use crate::report::{DeviceInfo, RunResult};
 use crate::workspace::Workspace;
+use ratatui::layout::Rect;
 use ratatui::text::Line;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +16,8 @@ pub enum VersionStatus {
     /// Nothing started yet.
     Idle,
     Compiling,
+    /// Compiled; its runs wait until kwb knows whether there is a GPU.
+    Queued,
     CompileError,
     Checking,
     CheckFailed,
@@ -27,8 +30,9 @@ pub enum VersionStatus {
 impl VersionStatus {
     pub fn label(self) -> &'static str {
         match self {
-            VersionStatus::Idle => "idle",
+            VersionStatus::Idle => "not run",
             VersionStatus::Compiling => "compiling",
+            VersionStatus::Queued => "queued",
             VersionStatus::CompileError => "compile error",
             VersionStatus::Checking => "checking",
             VersionStatus::CheckFailed => "check failed",
@@ -88,9 +92,11 @@ pub struct VersionView {
 }
 
 impl VersionView {
-    /// Results and PTX on screen come from an older source than the latest save.
+    /// Results and PTX on screen come from an older source than the latest save. A version
+    /// that has shown nothing yet (its first compile is under way, or failed) is never stale.
     pub fn stale(&self) -> bool {
-        self.shown_generation < self.generation
+        let shown = self.compiled.is_some() || self.results.iter().any(Option::is_some);
+        shown && self.shown_generation < self.generation
     }
 }
 
@@ -226,6 +232,10 @@ pub struct App {
     pub help: bool,
     /// What the help overlay lists: the key bindings in force, (keys, what they do).
     pub help_lines: Vec<(String, String)>,
+    /// How far the help overlay is scrolled, in rows (where it does not fit the screen).
+    pub help_scroll: u16,
+    /// The terminal's size, as last reported: how far the help can scroll depends on it.
+    pub screen: Rect,
     pub theme: usize,
     /// A one-line message at the bottom (last event, errors about themes or the terminal).
     pub message: String,
@@ -280,6 +290,8 @@ impl App {
             show_diagnostic_source: false,
             help: false,
             help_lines: super::keys::Keymap::default().help().to_vec(),
+            help_scroll: 0,
+            screen: Rect::default(),
             theme: 0,
             message: String::new(),
             quit: false,

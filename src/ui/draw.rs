@@ -13,9 +13,11 @@
 //!
 //! Stacked panels get their wanted height when it fits; when it does not, each shrinks
 //! towards a minimum, the more important ones keeping their height longest, and the least
-//! important are dropped when not even the minimums fit.
+//! important are dropped when not even the minimums fit. With no GPU, Bandwidth (which then
+//! has nothing to show) is dropped as soon as the right column cannot give every panel its
+//! wanted height, so that Timing can say in full why there is no GPU.
 
-use crate::ui::app::App;
+use crate::ui::app::{App, GpuState};
 use crate::ui::panels::{
     bandwidth, diagnostics, help, occupancy, resources, status, tabs, timing, versions,
 };
@@ -78,7 +80,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         }
     }
     if app.help {
-        help::render(&app.help_lines, theme, area, buf);
+        help::render(app, theme, area, buf);
     }
 }
 
@@ -127,13 +129,22 @@ pub fn layout(app: &App, area: Rect) -> Screen {
     }
     if right_w > 0 {
         let right = Rect::new(centre.right(), main.y, right_w, main.height);
-        let wants = [
-            Want::new(resources::wanted_height(app, right_w), 3, 1),
-            Want::new(occupancy::WANTED_HEIGHT, 5, 0),
-            Want::new(bandwidth::wanted_height(app, right_w), 3, 2),
-            Want::new(timing::WANTED_HEIGHT, 3, 3),
-        ];
-        [s.resources, s.occupancy, s.bandwidth, s.timing] = stack(right, &wants);
+        let resources = Want::new(resources::wanted_height(app, right_w), 3, 1);
+        let occupancy = Want::new(occupancy::WANTED_HEIGHT, 5, 0);
+        let bandwidth = Want::new(bandwidth::wanted_height(app, right_w), 3, 2);
+        let timing = Want::new(timing::wanted_height(app, right_w), timing::MIN_HEIGHT, 3);
+        let preferred = [resources, occupancy, bandwidth, timing]
+            .iter()
+            .map(|w| w.preferred)
+            .sum::<u16>();
+        if matches!(app.gpu, GpuState::Absent(_)) && preferred > right.height {
+            // Without a GPU, Bandwidth has nothing to show: its rows go to Timing, which keeps
+            // the CPU's check and says why there is no GPU.
+            [s.resources, s.occupancy, s.timing] = stack(right, &[resources, occupancy, timing]);
+        } else {
+            [s.resources, s.occupancy, s.bandwidth, s.timing] =
+                stack(right, &[resources, occupancy, bandwidth, timing]);
+        }
     }
     if centre.height >= 4 {
         s.tab_bar = Some(Rect::new(centre.x, centre.y, centre.width, 1));

@@ -18,7 +18,7 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
         "down",
         &["j", "down"],
         "j k, ↓ ↑",
-        "next / previous version (or line, in the focused panel)",
+        "next / previous version (or line, in the focused panel or this help)",
     ),
     ("up", &["k", "up"], "", ""),
     (
@@ -44,7 +44,7 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
         "page_down",
         &["pagedown", "ctrl-d"],
         "PgUp PgDn, Ctrl-U Ctrl-D, g G",
-        "scroll the main tab",
+        "scroll the main tab (or this help)",
     ),
     ("page_up", &["pageup", "ctrl-u"], "", ""),
     ("top", &["g", "home"], "", ""),
@@ -280,6 +280,7 @@ impl Keymap {
                 MouseEventKind::ScrollUp => Some(Action::Scroll(-3)),
                 _ => None,
             },
+            Event::Resize(w, h) => Some(Action::Resize(ratatui::layout::Rect::new(0, 0, *w, *h))),
             _ => None,
         }
     }

@@ -531,6 +531,10 @@ pub fn run(opts: WatchOptions) -> Result<(), StartError> {
             }
         });
     }
+    if let Ok(size) = terminal.size() {
+        let screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+        engine.apply(&mut app, Action::Resize(screen));
+    }
     engine.first_pass(&mut app);
     let frame_gap = Duration::from_millis(16);
     let mut last_draw = Instant::now() - frame_gap;
@@ -598,16 +602,24 @@ fn handle(engine: &mut Engine, app: &mut App, m: Msg, screen: ratatui::layout::R
     }
 }
 
+/// How the watcher groups file events into saves (`crate::watch` says what each figure does):
+/// writes less than about 0.1 s apart (an editor's steps, a formatter rewriting the file, a tool
+/// writing it in pieces) are one save, compiled once from the last write about 0.12 s after it;
+/// a file that never stops changing is still compiled every 2 s.
+pub const SAVE_TIMING: crate::watch::Timing = crate::watch::Timing {
+    stitch: Duration::from_millis(15),
+    quiet: Duration::from_millis(100),
+    max_delay: Duration::from_secs(2),
+};
+
 /// A file watcher that sends every change of `files` to the loop as `FilesChanged`.
 pub fn watch(tx: &Sender<Msg>, files: &[PathBuf]) -> Result<crate::watch::FileWatcher, String> {
     let tx = tx.clone();
-    let mut w = crate::watch::FileWatcher::new(
-        Duration::from_millis(30),
-        move |c: crate::watch::Changed| {
+    let mut w =
+        crate::watch::FileWatcher::with_timing(SAVE_TIMING, move |c: crate::watch::Changed| {
             let _ = tx.send(Msg::Action(Action::FilesChanged(c.paths)));
-        },
-    )
-    .map_err(|e| e.to_string())?;
+        })
+        .map_err(|e| e.to_string())?;
     w.set_files(files).map_err(|e| e.to_string())?;
     Ok(w)
 }

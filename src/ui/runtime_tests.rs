@@ -5,6 +5,7 @@
 use super::*;
 use crate::compile::CompiledVersion;
 use crate::report::DeviceInfo;
+use crate::ui::app::VersionStatus;
 use std::path::Path;
 
 fn device() -> DeviceInfo {
@@ -144,5 +145,116 @@ fn a_version_compiled_for_the_gpu_is_compiled_again_before_it_runs_on_the_cpu() 
             Ok(_) => continue,
             Err(e) => panic!("no run result: {e}"),
         }
+    }
+}
+
+/// What the loop saw while a file was saved: the saves (`FilesChanged`), the compiles that
+/// landed, and each state the version's row went through (its status, whether it was marked
+/// stale, and which save its PTX came from; consecutive repeats folded).
+#[derive(Debug, Default)]
+struct Seen {
+    saves: usize,
+    compiles: usize,
+    states: Vec<(VersionStatus, bool, u64)>,
+}
+
+impl Seen {
+    /// Applies one message as the loop does and records what it did to version 0.
+    fn apply(&mut self, engine: &mut Engine, app: &mut App, m: Msg) {
+        let Msg::Action(a) = m else { return };
+        match &a {
+            Action::FilesChanged(_) => self.saves += 1,
+            Action::Compiled(_) => self.compiles += 1,
+            _ => {}
+        }
+        engine.apply(app, a);
+        let v = &app.versions[0];
+        let now = (v.status, v.stale(), v.shown_generation);
+        if self.states.last() != Some(&now) {
+            self.states.push(now);
+        }
+    }
+}
+
+/// The finding: 20 writes of a kernel 50 ms apart flickered through 28 states (with the 30 ms
+/// window this test saw 16 to 18 saves and 5 compiles). Through the watch loop's own path (the
+/// runtime's watcher on a real file, `FilesChanged`, the engine and real NVRTC compiles), such a
+/// burst is one save: one compile, of the last write, and the row goes compiling → compiled
+/// once. A writer that the machine held up for 3/4 of the watcher's quiet time or more between
+/// two writes may really have paused; each such pause may add one save.
+#[test]
+fn a_burst_of_20_writes_50ms_apart_is_one_save_and_one_compile() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.cu");
+    let original = std::fs::read_to_string(repo.join("kernels/elementwise-add/v1_f32.cu")).unwrap();
+    std::fs::write(&file, &original).unwrap();
+    let mut ws = crate::workspace::load(&repo.join("workspaces/elementwise-add.yaml")).unwrap();
+    ws.versions.truncate(1);
+    ws.sweeps.clear();
+    ws.versions[0].file = file.clone();
+    let mut app = App::new(ws, Arch::DEFAULT);
+    let (tx, rx) = channel();
+    let compiler = Compiler::new(Arch::DEFAULT, Cache::disabled()).unwrap();
+    let mut engine = Engine::new(
+        tx.clone(),
+        compiler,
+        super::super::themes::available(false).0,
+        false,
+    );
+    let _watcher = watch(&tx, std::slice::from_ref(&file)).unwrap();
+    let mut seen = Seen::default();
+    let gap = Duration::from_millis(50);
+    let mut last: Option<Instant> = None;
+    let mut pauses = 0;
+    for i in 0..20 {
+        let now = Instant::now();
+        if last.is_some_and(|t| now - t >= SAVE_TIMING.quiet * 3 / 4) {
+            pauses += 1;
+        }
+        last = Some(now);
+        std::fs::write(&file, format!("{original}// write {i}\n")).unwrap();
+        // The loop keeps serving messages between writes, as it does while the user types.
+        let next = now + gap;
+        while let Some(left) = next.checked_duration_since(Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(m) => seen.apply(&mut engine, &mut app, m),
+                Err(_) => break,
+            }
+        }
+    }
+    // Then until the compile of the last write is on screen and nothing more comes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let settled =
+            app.versions[0].source.contains("// write 19") && !app.versions[0].status.busy();
+        let wait = if settled {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_secs(1)
+        };
+        match rx.recv_timeout(wait) {
+            Ok(m) => seen.apply(&mut engine, &mut app, m),
+            Err(_) if settled => break,
+            Err(_) => assert!(
+                Instant::now() < deadline,
+                "no compile of the last write: {seen:?}"
+            ),
+        }
+    }
+    eprintln!("{seen:?}; the writer paused {pauses} times");
+    assert!(app.versions[0].source.ends_with("// write 19\n"));
+    assert!(seen.saves >= 1 && seen.saves <= 1 + pauses, "{seen:?}");
+    assert!(
+        seen.compiles >= 1 && seen.compiles <= seen.saves,
+        "{seen:?}"
+    );
+    if pauses == 0 {
+        assert_eq!((seen.saves, seen.compiles), (1, 1), "{seen:?}");
+        let states = [
+            (VersionStatus::Compiling, false, 0),
+            (VersionStatus::Queued, false, 1),
+        ];
+        assert_eq!(seen.states, states, "{seen:?}");
     }
 }

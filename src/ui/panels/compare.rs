@@ -1,9 +1,9 @@
 //! The Compare tab: a delta table of the two marked versions (registers, occupancy at the
 //! launch, median and GB/s at the selected size, speedup) above their side-by-side PTX diff.
 
-use super::format::{gbps, micros, percent};
+use super::format::{fit_name, gbps, micros, percent};
 use super::launch::launch_at;
-use super::text::{sentence, Pen};
+use super::text::{sentence, truncate, width, Pen};
 use crate::report::RunResult;
 use crate::ui::app::{App, CompareRow, CompareView, RowKind, WhatIf};
 use crate::ui::theme::{Role, Theme};
@@ -37,11 +37,23 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
 }
 
-/// The title's suffix: `v1 ↔ v2`.
-pub fn title(app: &App) -> Option<String> {
+/// The title's suffix in at most `room` cells: `v1 ↔ v2` (long swept names by their values).
+pub fn title(app: &App, room: u16) -> Option<String> {
     let cmp = app.compare.as_ref()?;
-    let name = |i: usize| app.versions.get(i).map(|v| v.name.as_str());
-    Some(format!("{} ↔ {}", name(cmp.left)?, name(cmp.right)?))
+    if cmp.left >= app.versions.len() || cmp.right >= app.versions.len() {
+        return None;
+    }
+    let (l, r) = (&app.versions[cmp.left].name, &app.versions[cmp.right].name);
+    let full = format!("{l} ↔ {r}");
+    if width(&full) <= room {
+        return Some(full);
+    }
+    let half = room.saturating_sub(3) / 2;
+    Some(format!(
+        "{} ↔ {}",
+        fit_name(app, cmp.left, half),
+        fit_name(app, cmp.right, half)
+    ))
 }
 
 fn result(app: &App, index: usize) -> Option<&RunResult> {
@@ -74,14 +86,31 @@ fn table(app: &App, theme: &Theme, cmp: &CompareView, area: Rect, buf: &mut Buff
     let labels = ["registers", "occupancy", "median", "GB/s"];
     let column = area.width.saturating_sub(LABEL_WIDTH) / 2;
     let text = theme.style(Role::Text);
+    // Each cell is cut to its column, so a long value never runs into the next one.
     let cells = |row: u16, label: &str, l: &str, r: &str, style: Style, buf: &mut Buffer| {
         let mut pen = Pen::row(buf, area, row);
-        pen.text(buf, label, theme.style(Role::Dim));
-        pen.skip_to(buf, LABEL_WIDTH, text).text(buf, l, style);
+        pen.text(
+            buf,
+            &truncate(label, LABEL_WIDTH - 1),
+            theme.style(Role::Dim),
+        );
+        pen.skip_to(buf, LABEL_WIDTH, text).text(
+            buf,
+            &truncate(l, column.saturating_sub(1)),
+            style,
+        );
         pen.skip_to(buf, LABEL_WIDTH + column, text)
             .text(buf, r, style);
     };
-    let name = |i: usize, mark: usize| format!("{} [{mark}]", app.versions[i].name);
+    // A long (swept) name shows its values; its mark follows where the name then fits whole.
+    let name = |i: usize, mark: usize| {
+        let short = fit_name(app, i, column.saturating_sub(5));
+        if short.ends_with('…') {
+            fit_name(app, i, column.saturating_sub(1))
+        } else {
+            format!("{short} [{mark}]")
+        }
+    };
     let title = theme.style(Role::Title);
     cells(0, size, &name(cmp.left, 1), &name(cmp.right, 2), title, buf);
     for (i, label) in labels.iter().enumerate() {
@@ -100,14 +129,21 @@ fn table(app: &App, theme: &Theme, cmp: &CompareView, area: Rect, buf: &mut Buff
             let s = l / r;
             let role = if s >= 1.0 { Role::Ok } else { Role::Warn };
             let (a, b) = (&app.versions[cmp.right].name, &app.versions[cmp.left].name);
-            pen.text(buf, &format!("{s:.2}× ({a} vs {b})"), theme.style(role));
+            let mut text = format!("{s:.2}× ({a} vs {b})");
+            if width(&text) > pen.room() {
+                // Narrow: the marks stand for the names, as in the header.
+                text = format!("{s:.2}× ([2] vs [1])");
+            }
+            pen.text(buf, &text, theme.style(role));
         }
         _ => {
-            pen.text(
-                buf,
-                "– (needs both timed at this size)",
-                theme.style(Role::Dim),
-            );
+            let long = "– (needs both timed at this size)";
+            let text = if width(long) <= pen.room() {
+                long
+            } else {
+                "– (needs both timed)"
+            };
+            pen.text(buf, text, theme.style(Role::Dim));
         }
     }
 }
@@ -124,10 +160,18 @@ fn diff(app: &App, theme: &Theme, cmp: &CompareView, area: Rect, buf: &mut Buffe
         area.height,
     );
     let dim = theme.style(Role::Dim);
-    let (l, r) = (&app.versions[cmp.left].name, &app.versions[cmp.right].name);
-    Pen::row(buf, left, 0).text(buf, &format!("── PTX {l} "), dim);
+    // `── PTX v1 `, or without `PTX` where that leaves a long name whole.
+    let header = |i: usize, side: Rect| {
+        let name = fit_name(app, i, side.width.saturating_sub(8));
+        if name.ends_with('…') {
+            format!("── {} ", fit_name(app, i, side.width.saturating_sub(4)))
+        } else {
+            format!("── PTX {name} ")
+        }
+    };
+    Pen::row(buf, left, 0).text(buf, &header(cmp.left, left), dim);
     Pen::row(buf, Rect::new(area.x + half, area.y, 1, 1), 0).text(buf, "│", dim);
-    Pen::row(buf, right, 0).text(buf, &format!("── PTX {r} "), dim);
+    Pen::row(buf, right, 0).text(buf, &header(cmp.right, right), dim);
     if cmp.rows.is_empty() {
         let body = Rect::new(
             area.x,

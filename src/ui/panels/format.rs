@@ -75,7 +75,7 @@ pub fn short_path(app: &App, path: &Path) -> String {
 /// The icon and colour of a version's status in the list.
 pub fn version_status(status: VersionStatus) -> (&'static str, Role) {
     match status {
-        VersionStatus::Idle => ("·", Role::Dim),
+        VersionStatus::Idle | VersionStatus::Queued => ("·", Role::Dim),
         VersionStatus::Compiling | VersionStatus::Checking | VersionStatus::Benchmarking => {
             ("…", Role::Accent)
         }

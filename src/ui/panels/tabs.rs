@@ -3,7 +3,7 @@
 
 use super::text::{frame, sentence, width, Pen};
 use super::{code, compare, format::short_path, sweep};
-use crate::ui::app::{App, Focus, Tab};
+use crate::ui::app::{App, Focus, Tab, VersionStatus};
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -57,7 +57,8 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let v = app.current();
     let mut title = vec![Span::raw(app.tab.title())];
     let detail = match app.tab {
-        Tab::Compare => compare::title(app),
+        // The frame's corners, the spaces around the title and `Compare · `.
+        Tab::Compare => compare::title(app, area.width.saturating_sub(14)),
         Tab::Sweep => sweep::title(app),
         Tab::Source => v.map(|v| format!("{} · {}", v.name, short_path(app, &v.file))),
         Tab::Ptx | Tab::Sass | Tab::Cuda => v.map(|v| v.name.clone()),
@@ -65,7 +66,12 @@ pub fn render_body(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if let Some(d) = detail {
         title.push(Span::raw(format!(" · {d}")));
     }
-    if !matches!(app.tab, Tab::Compare | Tab::Sweep) && v.is_some_and(|v| v.stale()) {
+    // The Source tab shows the source of the latest compile, even a failed one: that is
+    // current; the compiler's tabs keep the last good compile's output, which is not.
+    let stale = v.is_some_and(|v| {
+        v.stale() && (app.tab != Tab::Source || v.status != VersionStatus::CompileError)
+    });
+    if !matches!(app.tab, Tab::Compare | Tab::Sweep) && stale {
         title.push(Span::styled(" (stale)", theme.style(Role::Stale)));
     }
     let inner = frame(buf, theme, area, title, app.focus == Focus::Main);

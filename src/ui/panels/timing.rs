@@ -1,26 +1,51 @@
-//! The Timing panel: the selected version at the selected size: its verdict, median, spread
-//! and sample count, the clock it was timed with (CUPTI's kernel timestamps, with the CUDA
-//! events' figure beside it, or events alone, said so), and a sparkline of the benchmark's
-//! samples (the latest that fit).
+//! The Timing panel: the selected version at the selected size: first its check (passed, or
+//! its verdict and why), then its median, spread and sample count, the clock it was timed with
+//! (CUPTI's kernel timestamps, with the CUDA events' figure beside it, or events alone, said so),
+//! and a sparkline of the benchmark's samples (the latest that fit). The check comes first so
+//! that it stays in view when the panel is short (80×24 gives it two rows). With no GPU: the
+//! CPU's check, then why there is no GPU, in full.
 
 use super::format::{micros, percent, result_label, result_status};
-use super::gpu::device;
-use super::text::{frame, sentence, wrap, Pen};
-use crate::report::RunResult;
+use super::gpu::{absent, device, STILL_WORKS};
+use super::text::{frame, sentence, truncate, width, wrap, Pen};
+use crate::report::{RunResult, Status};
 use crate::run::stats::Timer;
-use crate::ui::app::App;
+use crate::ui::app::{App, VersionStatus, VersionView};
 use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 
-/// Rows the panel would like: two lines of figures, a sparkline of three rows, the border.
-pub const WANTED_HEIGHT: u16 = 7;
+/// Rows the panel would like with a GPU: the check, two lines of figures, a sparkline of three
+/// rows, the border.
+pub const WANTED_HEIGHT: u16 = 8;
+/// The fewest rows the layout gives it: the check and the median (or, with no GPU, the CPU's
+/// check) stay in view.
+pub const MIN_HEIGHT: u16 = 4;
 /// The sparkline grows with the panel up to this many rows.
 const SPARKLINE_MAX_ROWS: u16 = 8;
+/// A failed check's reason takes at most this many rows when more follows it.
+const VERDICT_ROWS: usize = 3;
 
 /// Sparkline cells from empty to full, in eighths.
 const LEVELS: [&str; 9] = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
+
+/// One row of text: its pieces and their roles.
+type Row = Vec<(String, Role)>;
+
+/// Rows the panel would like at `width` columns (border included): with no GPU, the CPU's
+/// check and the whole reason (what still works is said in rows left over).
+pub fn wanted_height(app: &App, width: u16) -> u16 {
+    match (absent(app), app.current()) {
+        (Some(why), Some(v)) => {
+            let (rows, _) = no_gpu_rows(app, v, &why, width.saturating_sub(2));
+            u16::try_from(rows.len())
+                .unwrap_or(u16::MAX)
+                .saturating_add(2)
+        }
+        _ => WANTED_HEIGHT,
+    }
+}
 
 pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let v = app.current();
@@ -31,7 +56,12 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         if let Some(s) = size {
             title.push(Span::raw(format!(" @ {s}")));
         }
-        if v.stale() {
+        // Only a result on show can be stale.
+        let shown = match absent(app) {
+            Some(_) => v.results.iter().flatten().any(|r| r.backend.is_some()),
+            None => v.results.get(app.size).is_some_and(Option::is_some),
+        };
+        if v.stale() && shown {
             title.push(Span::styled(" (stale)", theme.style(Role::Stale)));
         }
         // A quick look's few samples, shown at once while the full run refines them.
@@ -44,10 +74,20 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     let dim = theme.style(Role::Dim);
-    if let Err(why) = device(app) {
-        if let (crate::ui::app::GpuState::Absent(_), Some(v)) = (&app.gpu, v) {
-            return emulated(app, theme, v, &why, inner, buf);
+    if let (Some(why), Some(v)) = (absent(app), v) {
+        let (rows, optional) = no_gpu_rows(app, v, &why, inner.width);
+        // What still works is said only when all of it fits.
+        let fits = rows.len() + optional.len() <= usize::from(inner.height);
+        let shown = rows.iter().chain(optional.iter().filter(|_| fits));
+        for (y, row) in shown.take(usize::from(inner.height)).enumerate() {
+            let mut pen = Pen::row(buf, inner, y as u16);
+            for (text, role) in row {
+                pen.text(buf, text, theme.style(*role));
+            }
         }
+        return;
+    }
+    if let Err(why) = device(app) {
         return sentence(buf, inner, &why, dim);
     }
     let Some(v) = v else {
@@ -65,7 +105,20 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         };
         return sentence(buf, inner, &text, dim);
     };
-    let mut row = verdict(theme, r, inner, buf);
+    let most = if r.timing.is_some() {
+        VERDICT_ROWS
+    } else {
+        usize::from(inner.height)
+    };
+    let check = check_rows(r, inner.width, most);
+    let mut row = 0;
+    for line in &check {
+        let mut pen = Pen::row(buf, inner, row);
+        for (text, role) in line {
+            pen.text(buf, text, theme.style(*role));
+        }
+        row += 1;
+    }
     if let Some(t) = &r.timing {
         let (text, dim) = (theme.style(Role::Text), theme.style(Role::Dim));
         let noisy = if t.cv > 0.05 {
@@ -144,86 +197,86 @@ fn clock_line(theme: &Theme, timer: Timer, events: Option<f64>, mut pen: Pen, bu
     }
 }
 
-/// With no GPU: the check the CPU made (emulator or tile interpreter), at the size it ran, and
-/// why there is no timing.
-fn emulated(
-    app: &App,
-    theme: &Theme,
-    v: &crate::ui::app::VersionView,
-    why: &str,
-    area: Rect,
-    buf: &mut Buffer,
-) {
-    let dim = theme.style(Role::Dim);
+/// With no GPU, at `cols` columns: the check the CPU made (emulator or tile interpreter, at
+/// the size it ran) or that it is being made, then why there is no GPU; and, apart, what still
+/// works (shown only where all of it fits).
+fn no_gpu_rows(app: &App, v: &VersionView, why: &str, cols: u16) -> (Vec<Row>, Vec<Row>) {
+    let plain = |text: &str, role: Role| -> Vec<Row> {
+        wrap(text, cols)
+            .into_iter()
+            .map(|line| vec![(line, role)])
+            .collect()
+    };
     let found = v
         .results
         .iter()
         .enumerate()
         .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
         .find(|(_, r)| r.backend.is_some());
-    let Some((i, r)) = found else {
-        let text = if v.status.busy() {
-            format!("{} is being checked on the CPU…", v.name)
-        } else {
-            why.to_string()
-        };
-        return sentence(buf, area, &text, dim);
+    let mut rows = match found {
+        Some((i, r)) => {
+            let size = app.workspace.sizes.get(i).map_or("?", |s| s.name.as_str());
+            let backend = r.backend.map_or("cpu".to_string(), |b| b.to_string());
+            let mut rows = vec![vec![
+                ("emulated".to_string(), Role::Accent),
+                (format!(" ({backend}) @ {size}"), Role::Dim),
+            ]];
+            rows.extend(check_rows(r, cols, VERDICT_ROWS));
+            rows
+        }
+        None if v.status == VersionStatus::Compiling => {
+            plain(&format!("{} is compiling…", v.name), Role::Dim)
+        }
+        None if v.status.busy() => plain(
+            &format!("{} is being checked on the CPU…", v.name),
+            Role::Dim,
+        ),
+        None => Vec::new(),
     };
-    let size = app.workspace.sizes.get(i).map_or("?", |s| s.name.as_str());
-    let backend = r.backend.map_or("cpu".to_string(), |b| b.to_string());
-    Pen::row(buf, area, 0)
-        .text(buf, "emulated", theme.style(Role::Accent))
-        .text(buf, &format!(" ({backend}) @ {size}"), dim);
-    let rest = Rect::new(
-        area.x,
-        area.y + 1,
-        area.width,
-        area.height.saturating_sub(1),
-    );
-    let mut row = verdict(theme, r, rest, buf);
-    if r.status == crate::report::Status::Ok {
-        let err = r.check.as_ref().map_or(String::new(), |c| {
-            format!(" · max abs err {:.2e}", c.max_abs_error)
-        });
-        Pen::row(buf, rest, 0)
-            .text(buf, "check passed", theme.style(Role::Ok))
-            .text(buf, &err, dim);
-        row = 1;
-    }
-    if row < rest.height {
-        let below = Rect::new(rest.x, rest.y + row, rest.width, rest.height - row);
-        sentence(buf, below, "No timing without a GPU.", dim);
-    }
+    rows.extend(plain(why, Role::Dim));
+    (rows, plain(STILL_WORKS, Role::Dim))
 }
 
-/// For a result that is not ok: its status and why (up to three rows when timings follow).
-/// Returns the next free row.
-fn verdict(theme: &Theme, r: &RunResult, area: Rect, buf: &mut Buffer) -> u16 {
+/// The check's rows at `cols` columns: `check passed · max abs err 0.00e0` (the error where it
+/// fits), or the status and why, wrapped into at most `most` rows.
+fn check_rows(r: &RunResult, cols: u16, most: usize) -> Vec<Row> {
+    if r.status == Status::Ok {
+        let (head, role) = match &r.check {
+            Some(c) if c.passed => ("check passed".to_string(), Role::Ok),
+            Some(_) => ("check failed".to_string(), Role::Error),
+            None => ("not checked: no reference".to_string(), Role::Dim),
+        };
+        let mut row = vec![(head, role)];
+        if let Some(c) = r.check.as_ref().filter(|c| c.passed) {
+            let err = format!(" · max abs err {:.2e}", c.max_abs_error);
+            if width(&row[0].0) + width(&err) <= cols {
+                row.push((err, Role::Dim));
+            }
+        }
+        return vec![row];
+    }
     let role = result_status(r.status);
     let why = r
         .check
         .as_ref()
         .and_then(|c| c.failure.clone())
         .or_else(|| r.message.clone());
-    if r.status == crate::report::Status::Ok {
-        return 0;
-    }
-    let Some(why) = why else {
-        Pen::row(buf, area, 0).text(buf, &result_label(r.status), theme.style(role));
-        return 1;
+    let text = match why {
+        Some(why) => format!("{}: {why}", result_label(r.status)),
+        None => result_label(r.status),
     };
-    let text = format!("{}: {why}", result_label(r.status));
-    let lines = wrap(&text, area.width);
-    let most = if r.timing.is_some() {
-        3
-    } else {
-        usize::from(area.height)
-    };
-    let shown = lines.len().min(most);
-    for (row, line) in lines.iter().take(shown).enumerate() {
-        Pen::row(buf, area, row as u16).text(buf, line, theme.style(role));
+    let lines = wrap(&text, cols);
+    let cut = lines.len() > most;
+    let mut rows: Vec<Row> = lines
+        .into_iter()
+        .take(most)
+        .map(|line| vec![(line, role)])
+        .collect();
+    // A reason cut short says so.
+    if let Some(last) = rows.last_mut().filter(|_| cut) {
+        last[0].0 = truncate(&format!("{} …", last[0].0), cols);
     }
-    shown as u16
+    rows
 }
 
 /// Samples as columns scaled from their minimum to their maximum, the latest on the right.

@@ -1,7 +1,9 @@
 //! The version list: one row per version with its live status (`provisional, refining` while a
 //! quick look at the viewed size is being refined), a `(stale)` marker while the shown results
-//! come from an older save, and the Compare marks `[1]` `[2]`. In a narrow list
-//! the status word is cut first: the icon, name, marks and `(stale)` always show.
+//! come from an older save, and the Compare marks `[1]` `[2]`. In a narrow list the status word
+//! is cut first (and left out where too little of it would show), then `(stale)`; names shrink
+//! (a swept name to its values) to leave room for the marks, so the icon, the name and the marks
+//! always show.
 
 use super::format::{fit_name, version_status};
 use super::text::{frame, truncate, width, Pen};
@@ -10,6 +12,17 @@ use crate::ui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
+
+/// ` [1]`: a Compare mark's width.
+const MARK_WIDTH: u16 = 4;
+/// The marker of a version whose shown results are older than its source, and its width.
+const STALE: &str = " (stale)";
+const STALE_WIDTH: u16 = 8;
+/// Names are not cut below this to make room for `(stale)` (a swept name's values, `v9[1024]`).
+const MIN_NAME: u16 = 8;
+
+/// A status word cut shorter than this (`…` included) is left out.
+const MIN_STATUS: u16 = 6;
 
 /// Rows the list would like: one per version plus its border.
 pub fn wanted_height(app: &App) -> u16 {
@@ -47,10 +60,21 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Pen::row(buf, inner, 0).text(buf, "No versions.", theme.style(Role::Dim));
         return;
     }
-    // Names come before the status word; a long (swept) name shows its values alone.
+    // Names come before the status word; a long (swept) name shows its values alone, and
+    // gives way to the Compare marks (` [1]`) and, where names can stay readable, `(stale)`.
     let room = inner.width.saturating_sub(2);
+    let marks = if app.marks.is_empty() { 0 } else { MARK_WIDTH };
+    let stale = if app.versions.iter().any(|v| v.stale()) {
+        STALE_WIDTH
+    } else {
+        0
+    };
+    let name_room = match room.saturating_sub(marks + stale) {
+        r if r >= MIN_NAME => r,
+        _ => room.saturating_sub(marks),
+    };
     let names: Vec<String> = (0..app.versions.len())
-        .map(|i| fit_name(app, i, room))
+        .map(|i| fit_name(app, i, name_room))
         .collect();
     let name_width = names.iter().map(|n| width(n)).max().unwrap_or(0);
     let first = first_visible(app, inner.height);
@@ -70,7 +94,7 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
             pen.text(buf, &format!(" [{}]", m + 1), theme.style(Role::Accent));
         }
         if v.stale() {
-            pen.text(buf, " (stale)", theme.style(Role::Stale));
+            pen.text(buf, STALE, theme.style(Role::Stale));
         }
         // The viewed size shows a quick look's figures while its full run refines them.
         let status = if v.provisional.get(app.size) == Some(&true) {
@@ -78,9 +102,15 @@ pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
         } else {
             v.status.label()
         };
-        let label = truncate(status, pen.room().saturating_sub(1));
-        pen.text(buf, " ", theme.style(Role::Text))
-            .text(buf, &label, theme.style(role));
+        // Cut, the word must still say something; else the icon alone tells.
+        let room = pen.room().saturating_sub(1);
+        if width(status) <= room || room >= MIN_STATUS {
+            pen.text(buf, " ", theme.style(Role::Text)).text(
+                buf,
+                &truncate(status, room),
+                theme.style(role),
+            );
+        }
         if i == app.selected {
             let line = Rect::new(inner.x, inner.y + row, inner.width, 1);
             buf.set_style(line, theme.style(Role::Selected));
