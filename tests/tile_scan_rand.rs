@@ -209,11 +209,12 @@ pub fn emulator_check(
 }
 
 /// As [`emulator_check`], with the generated CUDA run on the GPU by `kwb batch` and checked
-/// against the interpreter's outputs with zero tolerance.
+/// against the interpreter's outputs with zero tolerance. The kernel's output must be `y` and
+/// have the shape of an input `x` (the placeholder reference, which the interpreter's replaces).
 pub fn gpu_check(src: &str, constexprs: &str, num_warps: u32, bufs: &[EmuBuf], args: &str) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = one_program_workspace(dir.path(), src, constexprs, num_warps, bufs, args)
-        + "reference:\n  expr:\n    unused: 0\n";
+        + "reference:\n  expr:\n    y: x\n";
     let case = Case {
         yaml: &yaml,
         version: "k",
