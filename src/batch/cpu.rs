@@ -43,7 +43,7 @@ pub fn run_cpu(
         arch,
         bench,
         (crate::engine::Target::Cpu, crate::engine::Order::Plan),
-        vec![Box::new(backend)],
+        (vec![Box::new(backend)], None),
     )?;
     Ok(BatchOutcome {
         report: new_report(ws, opts, None, Mode::Cold, results, Some(Backend::Emulator)),

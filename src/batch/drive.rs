@@ -21,6 +21,12 @@ pub(super) struct Compiled {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Backends that serve from the start, and ones still opening (they join as they come).
+pub(super) type Backends = (
+    Vec<Box<dyn Backend>>,
+    Option<std::thread::JoinHandle<Vec<Box<dyn Backend>>>>,
+);
+
 /// Compiles `ws` for `arch` and runs every version at every size on `backends`: the results,
 /// sizes in order and each size's versions in order.
 pub(super) fn drive(
@@ -29,7 +35,7 @@ pub(super) fn drive(
     arch: Arch,
     bench: BenchSpec,
     (target, order): (Target, Order),
-    backends: Vec<Box<dyn Backend>>,
+    (backends, late): Backends,
 ) -> Result<(Vec<RunResult>, Compiled), BatchError> {
     let cache = if opts.cache {
         Cache::default_location()
@@ -86,6 +92,11 @@ pub(super) fn drive(
             runs,
             saved: false,
         });
+    }
+    if let Some(late) = late {
+        for b in late.join().unwrap_or_default() {
+            pool.add(b);
+        }
     }
     planned.sort_by_key(|(size, v, _)| (*size, *v));
     let total = planned.len();

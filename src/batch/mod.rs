@@ -140,20 +140,15 @@ pub fn run(
     // Several local workers make each size's host reference once between them; the folder
     // lives until the run ends.
     let (worker, _shared) = crate::engine::gpus::share_references(worker, opts.devices.as_ref());
-    let gpus = start_gpus(&worker, opts)?;
-    let device = gpus[0].device().clone();
+    let (first, rest) = start_first_gpu(&worker, opts)?;
+    let device = first.device().clone();
     let arch = Arch::parse(&device.arch)
         .map_err(|e| BatchError::NoGpu(format!("{}: {e}", device.name)))?;
-    if let Some(other) = gpus.iter().find(|g| g.device().arch != device.arch) {
-        return Err(BatchError::Usage(format!(
-            "--devices: {} is {} and {} is {}; one run compiles for one arch (run each kind \
-             with its own --devices)",
-            device.name,
-            device.arch,
-            other.device().name,
-            other.device().arch
-        )));
-    }
+    // The other GPUs open while the workspace compiles, and join the run as they come.
+    let late = (!rest.is_empty()).then(|| {
+        let (worker, device) = (worker.clone(), device.clone());
+        std::thread::spawn(move || join_gpus(&worker, &device, &rest))
+    });
     let arch = Arch::for_gpu(arch, ws.arch);
     let bench = BenchSpec {
         check: opts.check,
@@ -168,22 +163,18 @@ pub fn run(
         atol: None,
         guard_bytes: opts.guard_bytes,
     };
-    let order = if gpus.len() > 1 {
+    let order = if opts.devices.is_some() {
         crate::engine::Order::Largest
     } else {
         crate::engine::Order::Plan
     };
-    let backends = gpus
-        .into_iter()
-        .map(|g| Box::new(g) as Box<dyn crate::engine::Backend>)
-        .collect();
     let (results, compiled) = drive::drive(
         ws,
         opts,
         arch,
         bench,
         (crate::engine::Target::Gpu, order),
-        backends,
+        (vec![Box::new(first)], late),
     )?;
     Ok(BatchOutcome {
         report: new_report(
@@ -203,22 +194,49 @@ pub fn run(
     })
 }
 
-/// One worker per GPU asked for, each with its GPU open, started side by side (each measures
-/// its GPU's peaks). `--devices all` opens GPU 0, then every other GPU its machine shows.
-fn start_gpus(worker: &WorkerCommand, opts: &BatchOptions) -> Result<Vec<GpuBackend>, BatchError> {
-    use crate::engine::gpus::{open_gpu, open_side_by_side};
+/// The first GPU asked for, open in its worker, and the ordinals of the others: `--devices
+/// all` means every other GPU the first's machine shows.
+fn start_first_gpu(
+    worker: &WorkerCommand,
+    opts: &BatchOptions,
+) -> Result<(GpuBackend, Vec<u32>), BatchError> {
+    use crate::engine::gpus::open_gpu;
     let Some(devices) = &opts.devices else {
-        return Ok(vec![
-            open_gpu(worker, opts.device).map_err(BatchError::NoGpu)?
-        ]);
+        let gpu = open_gpu(worker, opts.device).map_err(BatchError::NoGpu)?;
+        return Ok((gpu, Vec::new()));
     };
     let first = open_gpu(worker, devices.first()).map_err(BatchError::NoGpu)?;
     let rest = devices.rest(first.device());
-    let mut gpus = vec![first];
-    for g in open_side_by_side(worker, &rest) {
-        gpus.push(g.map_err(BatchError::NoGpu)?);
+    Ok((first, rest))
+}
+
+/// Opens the GPUs after the first side by side. One that does not open, or is of another arch
+/// than the first (the run compiles for one), is left out with a message on stderr, and the
+/// others run the jobs.
+fn join_gpus(
+    worker: &WorkerCommand,
+    first: &report::DeviceInfo,
+    rest: &[u32],
+) -> Vec<Box<dyn crate::engine::Backend>> {
+    let mut joined: Vec<Box<dyn crate::engine::Backend>> = Vec::new();
+    for (k, g) in rest
+        .iter()
+        .zip(crate::engine::gpus::open_side_by_side(worker, rest))
+    {
+        match g {
+            Ok(g) if g.device().arch != first.arch => eprintln!(
+                "kwb: GPU {k} is {} ({}), not {} like {}: left out (one run compiles for one \
+                 arch; run each kind with its own --devices)",
+                g.device().name,
+                g.device().arch,
+                first.arch,
+                first.name
+            ),
+            Ok(g) => joined.push(Box::new(g)),
+            Err(e) => eprintln!("kwb: {e}; the other GPUs run the jobs"),
+        }
     }
-    Ok(gpus)
+    joined
 }
 
 /// A report of `results` for workspace `ws`, stamped now; a shard's carries its mark.
