@@ -190,14 +190,7 @@ pub fn emulator_check(
 ) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = one_program_workspace(dir.path(), src, constexprs, num_warps, bufs, args);
-    let case = Case {
-        yaml: &yaml,
-        version: "k",
-        size: "s",
-        seed: 7,
-        code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
-        tolerance: tol,
-    };
+    let case = interpreted(&yaml, tol);
     let arch = kwb::compile::Arch::parse("sm_90").unwrap();
     let compared = match tol {
         Some(_) => cpu_vs_emulator(dir.path(), arch, &case),
@@ -215,17 +208,22 @@ pub fn gpu_check(src: &str, constexprs: &str, num_warps: u32, bufs: &[EmuBuf], a
     let dir = tempfile::tempdir().unwrap();
     let yaml = one_program_workspace(dir.path(), src, constexprs, num_warps, bufs, args)
         + "reference:\n  expr:\n    y: x\n";
-    let case = Case {
-        yaml: &yaml,
+    let case = interpreted(&yaml, Some((0.0, 0.0)));
+    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
+    if let Err(e) = support::differential::cpu_vs_gpu(dir.path(), arch, &case) {
+        panic!("{constexprs} with {num_warps} warps: {e}");
+    }
+}
+
+/// Version `k` of `yaml` at size `s`, seed 7, with the interpreter as the CPU engine.
+fn interpreted(yaml: &str, tolerance: Option<(f64, f64)>) -> Case<'_> {
+    Case {
+        yaml,
         version: "k",
         size: "s",
         seed: 7,
         code: |c| kwb::run::cpu::CpuCode::Tile(c.tile_kernels.clone()),
-        tolerance: Some((0.0, 0.0)),
-    };
-    let arch = kwb::compile::Arch::parse("sm_90").unwrap();
-    if let Err(e) = support::differential::cpu_vs_gpu(dir.path(), arch, &case) {
-        panic!("{constexprs} with {num_warps} warps: {e}");
+        tolerance,
     }
 }
 

@@ -251,32 +251,8 @@ def k(x_ptr, y_ptr):
 #[test]
 fn sorts_agree_with_the_emulator_bit_for_bit() {
     support_check();
-    let floats = "{uniform: [-4, 4]}";
-    let ints = "{uniform: [-1000, 1000]}";
-    let cases: &[(usize, usize, i64, u32, &str, &str, &str)] = &[
-        (1, 8, 0, 1, "float32", "f32", floats),
-        (1, 64, 0, 1, "float32", "f32", floats),
-        (1, 256, 0, 2, "float32", "f32", floats),
-        (1, 1024, 0, 4, "float32", "f32", floats),
-        (1, 2048, 0, 8, "int32", "i32", ints),
-        (2, 4, 1, 1, "int32", "i32", ints),
-        (16, 64, 2, 4, "float32", "f32", floats),
-        (64, 16, 3, 2, "int32", "i32", ints),
-        (4, 512, 1, 8, "float32", "f32", floats),
-        (128, 64, 2, 8, "float64", "f64", floats),
-        (8, 128, 1, 4, "float16", "f16", floats),
-        (8, 128, 2, 4, "bfloat16", "bf16", floats),
-        (4, 64, 1, 2, "float64", "f64", floats),
-        (4, 64, 1, 2, "int8", "i8", "{uniform: [-100, 100]}"),
-        (4, 64, 1, 2, "int16", "i16", ints),
-        (4, 64, 1, 2, "int64", "i64", ints),
-        (4, 64, 1, 2, "uint8", "u8", "{uniform: [0, 255]}"),
-        (4, 64, 1, 2, "uint16", "i32", ints),
-        (4, 64, 1, 2, "uint32", "i32", ints),
-        (4, 64, 1, 2, "uint64", "i64", ints),
-        (4, 64, 1, 2, "int1", "i32", "{uniform: [-1, 1]}"),
-    ];
-    for &(r, n, form, warps, dt, b, init) in cases {
+    let cases = emulator_cases();
+    for (r, n, form, warps, dt, b, init) in cases {
         for desc in [false, true] {
             check(r, n, form, warps, dt, b, init, desc);
         }
@@ -349,19 +325,10 @@ fn sorts_on_a_gpu_give_the_interpreters_values() {
     if kwb::run::gpu::open::gpu_or_skip("sorts_on_a_gpu_give_the_interpreters_values").is_none() {
         return;
     }
-    let floats = "{uniform: [-4, 4]}";
-    let ints = "{uniform: [-1000, 1000]}";
-    let cases: &[(usize, usize, i64, u32, &str, &str, &str)] = &[
-        (1, 1024, 0, 4, "float32", "f32", floats),
-        (1, 2048, 0, 8, "int32", "i32", ints),
-        (16, 64, 2, 4, "float32", "f32", floats),
-        (64, 16, 3, 2, "int32", "i32", ints),
-        (8, 128, 1, 4, "float16", "f16", floats),
-        (8, 128, 2, 4, "bfloat16", "bf16", floats),
-        (4, 64, 1, 2, "int8", "i8", "{uniform: [-100, 100]}"),
-        (4, 64, 1, 2, "uint64", "i64", ints),
-    ];
-    for &(r, n, form, warps, dt, b, init) in cases {
+    // The emulator test's cases that cover each dtype width, both layouts and 2-8 warps.
+    let all = emulator_cases();
+    let cases = [3, 4, 6, 7, 10, 11, 13, 19].map(|i| all[i]);
+    for (r, n, form, warps, dt, b, init) in cases {
         for desc in [false, true] {
             let cx = format!("R: {r}, N: {n}, DESC: {desc}, DT: tl.{dt}, FORM: {form}");
             let bufs = [
@@ -371,4 +338,43 @@ fn sorts_on_a_gpu_give_the_interpreters_values() {
             crate::gpu_check(SORT, &cx, warps, &bufs, "x, y");
         }
     }
+}
+
+/// (rows, length, form, warps, dtype, buffer dtype, init) of the sorts run on the emulator.
+type SortCase = (
+    usize,
+    usize,
+    i64,
+    u32,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+fn emulator_cases() -> Vec<SortCase> {
+    let floats = "{uniform: [-4, 4]}";
+    let ints = "{uniform: [-1000, 1000]}";
+    vec![
+        (1, 8, 0, 1, "float32", "f32", floats),
+        (1, 64, 0, 1, "float32", "f32", floats),
+        (1, 256, 0, 2, "float32", "f32", floats),
+        (1, 1024, 0, 4, "float32", "f32", floats),
+        (1, 2048, 0, 8, "int32", "i32", ints),
+        (2, 4, 1, 1, "int32", "i32", ints),
+        (16, 64, 2, 4, "float32", "f32", floats),
+        (64, 16, 3, 2, "int32", "i32", ints),
+        (4, 512, 1, 8, "float32", "f32", floats),
+        (128, 64, 2, 8, "float64", "f64", floats),
+        (8, 128, 1, 4, "float16", "f16", floats),
+        (8, 128, 2, 4, "bfloat16", "bf16", floats),
+        (4, 64, 1, 2, "float64", "f64", floats),
+        (4, 64, 1, 2, "int8", "i8", "{uniform: [-100, 100]}"),
+        (4, 64, 1, 2, "int16", "i16", ints),
+        (4, 64, 1, 2, "int64", "i64", ints),
+        (4, 64, 1, 2, "uint8", "u8", "{uniform: [0, 255]}"),
+        (4, 64, 1, 2, "uint16", "i32", ints),
+        (4, 64, 1, 2, "uint32", "i32", ints),
+        (4, 64, 1, 2, "uint64", "i64", ints),
+        (4, 64, 1, 2, "int1", "i32", "{uniform: [-1, 1]}"),
+    ]
 }
