@@ -42,8 +42,10 @@ fn nvrtc_outside_the_cache(cache: &Path) -> bool {
 
 #[test]
 fn clap_usage_errors_exit_with_the_tables_usage_code() {
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 8] = [
         &["batch"],
+        &["watch", WS, "--devices", "0,0"],
+        &["watch", WS, "--devices", "all", "--no-gpu"],
         &["inspect"],
         &["watch"],
         &["batch", WS, "--format", "xml"],

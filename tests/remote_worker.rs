@@ -316,3 +316,54 @@ fn watch_survives_a_dropped_connection_and_the_reconnect_key_resumes() {
     assert!(screen.contains("2900 GB/s measured copy peak"), "{screen}");
     s.keys("q");
 }
+
+/// `--devices` through a worker command: every GPU the first worker reports gets a worker, the
+/// jobs spread over them and each result names its GPU; the workers see one shared folder,
+/// removed when the run ends; a GPU of another arch is left out with a message, and the others
+/// run every job.
+#[test]
+fn devices_spread_the_jobs_share_a_folder_and_leave_out_another_arch() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("shared.log");
+    let cmd = format!(
+        "FAKE_GPUS=3 FAKE_SHARED_LOG='{}' {}",
+        log.display(),
+        fake(dir.path())
+    );
+    let (code, report, err) = batch(
+        &["--worker-cmd", &cmd, "--devices", "all"],
+        "good,good2",
+        &[],
+    );
+    let report = report.unwrap_or_else(|| panic!("no report: {err}"));
+    assert_eq!(code, kwb::exit::OK, "{err}");
+    assert_eq!(report.results.len(), 2, "every job once");
+    for r in &report.results {
+        assert_eq!(r.status, Status::Ok, "{:?}", r.message);
+        assert!(matches!(r.gpu, Some(0..=2)), "{:?}", r.gpu);
+    }
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let folders: std::collections::HashSet<&str> = seen.lines().collect();
+    assert_eq!(
+        seen.lines().count(),
+        3,
+        "each of 3 workers saw the folder: {seen}"
+    );
+    assert_eq!(folders.len(), 1, "one folder for the run: {seen}");
+    let folder = folders.into_iter().next().unwrap();
+    assert!(!Path::new(folder).exists(), "{folder} outlived the run");
+
+    let cmd = format!("FAKE_GPUS=2 FAKE_ARCH_1=sm_80 {}", fake(dir.path()));
+    let (code, report, err) = batch(
+        &["--worker-cmd", &cmd, "--devices", "all"],
+        "good,good2",
+        &[],
+    );
+    let report = report.unwrap_or_else(|| panic!("no report: {err}"));
+    assert_eq!(code, kwb::exit::OK, "{err}");
+    assert!(
+        err.contains("GPU 1 is") && err.contains("(sm_80), not sm_90"),
+        "{err}"
+    );
+    assert!(report.results.iter().all(|r| r.gpu == Some(0)));
+}
