@@ -219,6 +219,8 @@ fn corpus() -> Vec<String> {
         "kernels/matmul/v7.tile".to_string(),
         // imports inside a top-level try (a library's idiom) and a 64 KiB layout change
         "tests/fixtures/big_smem/kernels.py".to_string(),
+        // tl.sort in its three spellings, 1-D and 2-D, beside a tl.dot
+        "tests/tile_scan_rand/sort.py".to_string(),
     ];
     let mut fixtures: Vec<String> = std::fs::read_dir("tests/tile")
         .map(|d| {
