@@ -102,7 +102,7 @@ fn tile_kernels_pass_at_sizes_that_exercise_their_masks() {
         "tile_odd_sizes",
         "tile_odd_add",
         "tile_odd_gelu",
-        "tile_tutorial_matmul",
+        "tile_strided_matmul",
     ] {
         let ws = format!("tests/fixtures/workspaces/{ws}.yaml");
         let sizes = kwb::workspace::load(&support::repo().join(&ws))
