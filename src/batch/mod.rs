@@ -210,33 +210,19 @@ fn start_first_gpu(
     Ok((first, rest))
 }
 
-/// Opens the GPUs after the first side by side. One that does not open, or is of another arch
-/// than the first (the run compiles for one), is left out with a message on stderr, and the
-/// others run the jobs.
+/// Opens the GPUs after the first; one left out is named on stderr, and the others run the jobs.
 fn join_gpus(
     worker: &WorkerCommand,
     first: &report::DeviceInfo,
     rest: &[u32],
 ) -> Vec<Box<dyn crate::engine::Backend>> {
-    let mut joined: Vec<Box<dyn crate::engine::Backend>> = Vec::new();
-    for (k, g) in rest
-        .iter()
-        .zip(crate::engine::gpus::open_side_by_side(worker, rest))
-    {
-        match g {
-            Ok(g) if g.device().arch != first.arch => eprintln!(
-                "kwb: GPU {k} is {} ({}), not {} like {}: left out (one run compiles for one \
-                 arch; run each kind with its own --devices)",
-                g.device().name,
-                g.device().arch,
-                first.arch,
-                first.name
-            ),
-            Ok(g) => joined.push(Box::new(g)),
-            Err(e) => eprintln!("kwb: {e}; the other GPUs run the jobs"),
-        }
+    let (joined, left_out) = crate::engine::gpus::open_more(worker, first, rest);
+    for why in left_out {
+        eprintln!("kwb: {why}; the other GPUs run the jobs");
     }
-    joined
+    (joined.into_iter())
+        .map(|(_, g)| Box::new(g) as Box<dyn crate::engine::Backend>)
+        .collect()
 }
 
 /// A report of `results` for workspace `ws`, stamped now; a shard's carries its mark.

@@ -89,6 +89,31 @@ pub fn open_side_by_side(worker: &WorkerCommand, these: &[u32]) -> Vec<Result<Gp
     })
 }
 
+/// The GPUs after the first, opened side by side: those that open and share the first's arch
+/// (a run compiles for one), each with its ordinal, and why each other one was left out.
+pub fn open_more(
+    worker: &WorkerCommand,
+    first: &DeviceInfo,
+    rest: &[u32],
+) -> (Vec<(u32, GpuBackend)>, Vec<String>) {
+    let (mut joined, mut left_out) = (Vec::new(), Vec::new());
+    for (&k, g) in rest.iter().zip(open_side_by_side(worker, rest)) {
+        match g {
+            Ok(g) if g.device().arch != first.arch => left_out.push(format!(
+                "GPU {k} is {} ({}), not {} like {}: left out (one run compiles for one arch; \
+                 run each kind with its own --devices)",
+                g.device().name,
+                g.device().arch,
+                first.arch,
+                first.name
+            )),
+            Ok(g) => joined.push((k, g)),
+            Err(e) => left_out.push(e),
+        }
+    }
+    (joined, left_out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -399,14 +399,12 @@ fn find_gpu(
         match started {
             Ok((sup, device)) => {
                 send(Action::Gpu(GpuState::Present(device.clone())));
-                let rest = devices.as_ref().map_or(Vec::new(), |d| d.rest(&device));
-                let arch = device.arch.clone();
                 let send2 = send.clone();
                 let recover = move |sup: &mut Supervisor| wait_reconnect(sup, &reconnect, &send);
-                let gpu = GpuBackend::new(sup, first, device).with_recovery(Box::new(recover));
-                pool.add(Box::new(gpu));
-                if !rest.is_empty() {
-                    add_gpus(&cmd, (first, &arch), &rest, &pool, &send2);
+                let gpu = GpuBackend::new(sup, first, device.clone());
+                pool.add(Box::new(gpu.with_recovery(Box::new(recover))));
+                if let Some(rest) = devices.map(|d| d.rest(&device)).filter(|r| !r.is_empty()) {
+                    add_gpus(&cmd, first, &device, &rest, &pool, &send2);
                 }
                 return;
             }
@@ -423,38 +421,24 @@ fn find_gpu(
     }
 }
 
-/// Opens the GPUs after the first side by side and adds each that opens, and is of the first's
-/// arch, to the pool; says which serve runs, and why any does not.
+/// Adds the GPUs after the first to the pool; says which serve runs, and why any does not.
 fn add_gpus(
     cmd: &WorkerCommand,
-    (first, arch): (u32, &str),
+    first: u32,
+    device: &crate::report::DeviceInfo,
     rest: &[u32],
     pool: &Pool,
     send: &dyn Fn(Action) -> bool,
 ) {
-    let mut serving = vec![first];
-    let mut problems = Vec::new();
-    for (k, g) in rest
-        .iter()
-        .zip(crate::engine::gpus::open_side_by_side(cmd, rest))
-    {
-        match g {
-            Ok(g) if g.device().arch != arch => problems.push(format!(
-                "GPU {k} is {} ({}), not {arch}: left out",
-                g.device().name,
-                g.device().arch
-            )),
-            Ok(g) => {
-                serving.push(*k);
-                pool.add(Box::new(g));
-            }
-            Err(e) => problems.push(e),
-        }
+    let (joined, left_out) = crate::engine::gpus::open_more(cmd, device, rest);
+    let mut serving = vec![first.to_string()];
+    for (k, g) in joined {
+        serving.push(k.to_string());
+        pool.add(Box::new(g));
     }
-    let list: Vec<String> = serving.iter().map(u32::to_string).collect();
-    let mut msg = format!("runs on {} GPUs ({})", serving.len(), list.join(", "));
-    for p in problems {
-        msg += &format!("; {p}");
+    let mut msg = format!("runs on {} GPUs ({})", serving.len(), serving.join(", "));
+    for why in left_out {
+        msg += &format!("; {why}");
     }
     send(Action::Message(msg));
 }
