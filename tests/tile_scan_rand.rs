@@ -268,6 +268,8 @@ pub fn flag(b: bool) -> ConstValue {
 
 #[path = "tile_scan_rand/atomic.rs"]
 mod atomic;
+#[path = "tile_scan_rand/dependent_launch.rs"]
+mod dependent_launch;
 #[path = "tile_scan_rand/misc.rs"]
 mod misc;
 #[path = "tile_scan_rand/random.rs"]

@@ -29,6 +29,22 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
         }
         "wgmma" => return wgmma(text),
         "fence" if text.starts_with("fence.proxy.async") => return proxy_fence(text),
+        // Programmatic dependent launch (`tl.extra.cuda.gdc_wait` / `gdc_launch_dependents`):
+        // the emulator runs one grid at a time, so there is never a grid to wait for or to
+        // let start early.
+        "griddepcontrol" => {
+            return match text {
+                "griddepcontrol.wait" | "griddepcontrol.launch_dependents" => Ok((
+                    Op::Nop,
+                    Ty::B32,
+                    Mods {
+                        vec: 1,
+                        ..Mods::default()
+                    },
+                )),
+                _ => Err(format!("`{text}`")),
+            }
+        }
         _ => {}
     }
     let op = match base {

@@ -8,7 +8,7 @@ use super::expr::{Arg, Args};
 use super::names;
 use super::value::{display_builtin, Val};
 use crate::tile::ast::BinaryOp;
-use crate::tile::ir::{Elem, Op, Scalar, StmtKind, Type, UnOp};
+use crate::tile::ir::{Elem, GridDependency, Op, Scalar, StmtKind, Type, UnOp};
 use crate::tile::span::Span;
 
 /// The largest tile Triton allows (elements).
@@ -247,6 +247,16 @@ impl Ck<'_> {
             "debug_barrier" => {
                 if self.bind(name, a, &[], 0).is_some() {
                     self.push(StmtKind::Barrier);
+                }
+                Val::None
+            }
+            "gdc_wait" | "gdc_launch_dependents" => {
+                if self.bind(name, a, &[], 0).is_some() {
+                    self.push(StmtKind::GridDependency(if name == "gdc_wait" {
+                        GridDependency::Wait
+                    } else {
+                        GridDependency::LaunchDependents
+                    }));
                 }
                 Val::None
             }

@@ -121,6 +121,17 @@ pub(super) const DTYPES: &[(&str, Scalar)] = &[
     ("float64", Scalar::F64),
 ];
 
+/// Triton's 8-bit float dtypes. kwb knows them by name, so that a kernel may compare a
+/// pointer's element type with them (`if c_ptr.dtype.element_ty == tl.float8e4nv:`), but it
+/// does not compute in them: any other use is an error at its line.
+pub(super) const FP8: &[&str] = &[
+    "float8e4nv",
+    "float8e5",
+    "float8e4b15",
+    "float8e4b8",
+    "float8e5b16",
+];
+
 /// `tl.math.*` and `libdevice.*`, as `(name, canonical)`.
 const MATH: &[(&str, &str)] = &[
     ("exp", "exp"),
@@ -248,6 +259,7 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
                 .iter()
                 .find(|(n, _)| *n == attr)
                 .map(|(_, s)| Val::DType(*s))
+                .or_else(|| FP8.iter().find(|n| **n == attr).map(|n| Val::Fp8(n)))
                 .or_else(|| {
                     TL_FUNCS
                         .iter()
@@ -266,7 +278,12 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             "libdevice" => Some(Val::Module("libdevice".into())),
             _ => None,
         },
-        "tl.extra.cuda" => (attr == "libdevice").then(|| Val::Module("libdevice".into())),
+        "tl.extra.cuda" => match attr {
+            "libdevice" => Some(Val::Module("libdevice".into())),
+            "gdc_wait" => Some(Val::Builtin("gdc_wait")),
+            "gdc_launch_dependents" => Some(Val::Builtin("gdc_launch_dependents")),
+            _ => None,
+        },
         "tl.random" => RANDOM.iter().find(|n| **n == attr).map(|n| Val::Builtin(n)),
         "tl.PropagateNan" => match attr {
             "NONE" => Some(Val::Int(0)),
@@ -284,6 +301,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
         "tl" => {
             let mut v: Vec<&str> = TL_FUNCS.to_vec();
             v.extend(DTYPES.iter().map(|(n, _)| *n));
+            v.extend(FP8);
             v.extend(["math", "extra", "constexpr", "PropagateNan", "random"]);
             v
         }
@@ -292,7 +310,7 @@ pub(super) fn module_names(m: &str) -> Vec<&'static str> {
             .chain(super::libdevice::NAMES.iter().map(|(n, _)| *n))
             .collect(),
         "tl.extra" => vec!["cuda", "libdevice"],
-        "tl.extra.cuda" => vec!["libdevice"],
+        "tl.extra.cuda" => vec!["libdevice", "gdc_wait", "gdc_launch_dependents"],
         "tl.PropagateNan" => vec!["NONE", "ALL"],
         "tl.random" => RANDOM.to_vec(),
         _ => Vec::new(),

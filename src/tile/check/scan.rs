@@ -316,7 +316,10 @@ fn impure(body: &[Stmt], ck: &Ck) -> Option<&'static str> {
             }
             StmtKind::Store { .. } => return Some("stores to memory"),
             StmtKind::For { .. } | StmtKind::While { .. } => return Some("has a runtime loop"),
-            StmtKind::Barrier | StmtKind::Assume { .. } | StmtKind::Return => {
+            StmtKind::Barrier
+            | StmtKind::GridDependency(_)
+            | StmtKind::Assume { .. }
+            | StmtKind::Return => {
                 return Some("has a barrier, an assumption or a `return` kwb cannot inline")
             }
         }

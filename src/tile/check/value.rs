@@ -17,6 +17,8 @@ pub(super) enum Val {
     Str(String),
     /// A dtype such as `tl.float16`.
     DType(Scalar),
+    /// An 8-bit float dtype (`tl.float8e5`), known by name only ([`super::names::FP8`]).
+    Fp8(&'static str),
     /// A pointer type: `tl.pointer_type(tl.float16)`, or a pointer's `.dtype`.
     PtrType(Scalar),
     /// A runtime value (scalar or tile) in an IR variable.
@@ -59,6 +61,7 @@ impl Val {
             Val::None => "`None`".to_string(),
             Val::Str(s) => format!("the string {s:?}"),
             Val::DType(s) => format!("the dtype `tl.{}`", s.triton_name()),
+            Val::Fp8(n) => format!("the dtype `tl.{n}` (kwb does not compute in 8-bit floats)"),
             Val::PtrType(s) => format!("the dtype `tl.pointer_type(tl.{})`", s.triton_name()),
             Val::Var(_) => "a runtime value".to_string(),
             Val::Tuple(_) => "a tuple".to_string(),
@@ -92,6 +95,7 @@ pub(super) fn display_builtin(name: &str) -> String {
     match (name.strip_prefix("py."), name.strip_prefix("ld.")) {
         (Some(py), _) => py.to_string(),
         (_, Some(ld)) => format!("libdevice.{ld}"),
+        _ if name.starts_with("gdc_") => format!("tl.extra.cuda.{name}"),
         _ => format!("tl.{name}"),
     }
 }

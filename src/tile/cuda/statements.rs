@@ -6,7 +6,7 @@ use super::math;
 use super::names::{self, elem_scalar, literal};
 use super::scan::ScanSite;
 use super::writer::Writer;
-use crate::tile::ir::{Const, Op, Scalar, Stmt, StmtKind, VarId};
+use crate::tile::ir::{Const, GridDependency, Op, Scalar, Stmt, StmtKind, VarId};
 
 impl Writer<'_> {
     pub fn block(&mut self, body: &[Stmt]) {
@@ -79,6 +79,16 @@ impl Writer<'_> {
                 self.close("}");
             }
             StmtKind::Barrier => self.line("__syncthreads();"),
+            StmtKind::GridDependency(g) => {
+                let inst = match g {
+                    GridDependency::Wait => "griddepcontrol.wait;",
+                    GridDependency::LaunchDependents => "griddepcontrol.launch_dependents;",
+                };
+                // Hopper and later; before it there is no dependent launch to wait for.
+                self.line("#if __CUDA_ARCH__ >= 900");
+                self.line(&format!("asm volatile(\"{inst}\" ::: \"memory\");"));
+                self.line("#endif");
+            }
             StmtKind::Assume { cond } => {
                 self.line(&format!("__builtin_assume({});", self.name(*cond)))
             }

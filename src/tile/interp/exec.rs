@@ -247,7 +247,7 @@ impl<'a> Machine<'a> {
                 self.step()?;
             },
             // Programs run one at a time and a program is one sequence of ops: nothing to wait for.
-            StmtKind::Barrier => Ok(Flow::Normal),
+            StmtKind::Barrier | StmtKind::GridDependency(_) => Ok(Flow::Normal),
             StmtKind::Assume { cond } => match self.var(*cond)?.truth() {
                 true => Ok(Flow::Normal),
                 false => Err(Fault::false_assumption()),

@@ -133,7 +133,7 @@ impl<'k> Validator<'k> {
                 self.block(body)
             }
             StmtKind::Assume { cond } => self.scalar_elem(*cond).map(|_| ()),
-            StmtKind::Barrier | StmtKind::Return => Ok(()),
+            StmtKind::Barrier | StmtKind::GridDependency(_) | StmtKind::Return => Ok(()),
         }
     }
 

@@ -308,7 +308,7 @@ impl StmtKind {
             StmtKind::For {
                 start, end, step, ..
             } => vec![*start, *end, *step],
-            StmtKind::Barrier | StmtKind::Return => Vec::new(),
+            StmtKind::Barrier | StmtKind::GridDependency(_) | StmtKind::Return => Vec::new(),
         }
     }
 }
@@ -370,6 +370,9 @@ pub enum StmtKind {
     },
     /// `tl.debug_barrier()`: every thread of the program waits here.
     Barrier,
+    /// `tl.extra.cuda.gdc_wait()` / `gdc_launch_dependents()`: programmatic dependent launch
+    /// (sm_90). Without a launch that asks for it, both do nothing.
+    GridDependency(GridDependency),
     /// `tl.assume(cond)`: the kernel promises that the I1 scalar `cond` is true here (Triton:
     /// undefined behaviour when it is not). Backends may rely on it; the interpreter checks it.
     Assume { cond: VarId },
@@ -414,4 +417,14 @@ pub fn is_zero<'a>(v: Option<VarId>, def: impl Fn(VarId) -> Option<&'a Op>) -> b
         }
     }
     false
+}
+
+/// The two halves of programmatic dependent launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GridDependency {
+    /// Wait until the grids this one depends on have finished (or released it) and their
+    /// memory is visible.
+    Wait,
+    /// Let the grid that depends on this one start launching.
+    LaunchDependents,
 }
