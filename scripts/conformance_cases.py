@@ -15,7 +15,12 @@ Cases (file names as in Triton's repository):
   this one);
 - 03-matrix-multiplication.py `matmul_kernel`, fp16 4096^3, at each of the tutorial's CUDA
   autotune configurations (the autotune wrapper is bypassed so each is timed);
-- 05-layer-norm.py `_layer_norm_fwd_fused`, 4096x8192 fp16, as the tutorial launches it.
+- 05-layer-norm.py `_layer_norm_fwd_fused`, 4096x8192 fp16, as the tutorial launches it;
+- 04-low-memory-dropout.py `_dropout` (a 0/1 keep mask) and `_seeded_dropout` (`tl.rand`,
+  seed 123), 1Mi fp32, p = 0.5;
+- 07-extern-functions.py `asin_kernel` (libdevice), 98432 fp32 in [0, 1), as the tutorial;
+- 11-programmatic-dependent-launch.py `add_kernel` with USE_GDC, 16Mi fp32 (both launched
+  without the PDL attribute, so the wait returns at once).
 """
 
 import json
@@ -78,6 +83,38 @@ def cases(folder):
                     "args": ["x", "y", "w", "b", "mean", "rstd", n, n, 1e-5],
                     "constexprs": {"BLOCK_SIZE": 8192}, "num_warps": 8, "grid": [m, 1, 1],
                     "rtol": 1e-2, "atol": 1e-2})
+    if have("04-low-memory-dropout.py"):
+        n = 1 << 20
+        out.append({"name": "04 _dropout 1Mi fp32", "file": "04-low-memory-dropout.py",
+                    "kernel": "_dropout",
+                    "buffers": {"x": {"dtype": "f32", "shape": [n]},
+                                "keep": {"dtype": "i32", "shape": [n], "init": "bits"},
+                                "out": {"dtype": "f32", "shape": [n], "output": True}},
+                    "args": ["x", "keep", "out", n, 0.5], "constexprs": {"BLOCK_SIZE": 1024},
+                    "num_warps": 4, "grid": [cdiv(n, 1024), 1, 1], "rtol": 1e-6, "atol": 0})
+        out.append({"name": "04 _seeded_dropout 1Mi fp32", "file": "04-low-memory-dropout.py",
+                    "kernel": "_seeded_dropout",
+                    "buffers": {"x": {"dtype": "f32", "shape": [n]},
+                                "out": {"dtype": "f32", "shape": [n], "output": True}},
+                    "args": ["x", "out", n, 0.5, 123], "constexprs": {"BLOCK_SIZE": 1024},
+                    "num_warps": 4, "grid": [cdiv(n, 1024), 1, 1], "rtol": 1e-6, "atol": 0})
+    if have("07-extern-functions.py"):
+        n = 98432
+        out.append({"name": "07 asin_kernel 98432 fp32", "file": "07-extern-functions.py",
+                    "kernel": "asin_kernel",
+                    "buffers": {"x": {"dtype": "f32", "shape": [n], "init": "uniform01"},
+                                "y": {"dtype": "f32", "shape": [n], "output": True}},
+                    "args": ["x", "y", n], "constexprs": {"BLOCK_SIZE": 1024},
+                    "num_warps": 4, "grid": [cdiv(n, 1024), 1, 1], "rtol": 1e-6, "atol": 1e-7})
+    if have("11-programmatic-dependent-launch.py"):
+        n = 1 << 24
+        out.append({"name": "11 add_kernel USE_GDC 16Mi fp32",
+                    "file": "11-programmatic-dependent-launch.py", "kernel": "add_kernel",
+                    "buffers": {"x": {"dtype": "f32", "shape": [n], "init": "uniform01"},
+                                "y": {"dtype": "f32", "shape": [n], "init": "uniform01"},
+                                "out": {"dtype": "f32", "shape": [n], "output": True}},
+                    "args": ["x", "y", "out", n], "constexprs": {"BLOCK_SIZE": 1024, "USE_GDC": 1},
+                    "num_warps": 4, "grid": [cdiv(n, 1024), 1, 1], "rtol": 0, "atol": 0})
     return out
 
 

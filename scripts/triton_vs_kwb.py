@@ -23,6 +23,8 @@ CASES.json is a list of objects:
    "args": ["a", "b", "c", 4096, ...], "constexprs": {"BLOCK_SIZE_M": 128, ...},
    "num_warps": 8, "num_stages": 3, "grid": [1024, 1, 1], "rtol": 1e-2, "atol": 1e-2,
    "flops": 1.37e11}
+(a buffer's optional "init" is "uniform01" (in [0, 1)) or "bits" (0 or 1); else randn, or
+integers in [-100, 100))
 (a relative "file" is relative to CASES.json's folder). scripts/conformance_cases.py writes
 such cases for Triton's tutorials.
 """
@@ -150,6 +152,10 @@ def tensors_for(case, seed):
         dt = TORCH_DTYPES[b["dtype"]]
         if b.get("output"):
             out[n] = torch.zeros(b["shape"], dtype=dt, device="cuda")
+        elif b.get("init") == "uniform01":
+            out[n] = torch.rand(b["shape"], dtype=dt, device="cuda")
+        elif b.get("init") == "bits":
+            out[n] = torch.randint(0, 2, b["shape"], dtype=dt, device="cuda")
         elif dt.is_floating_point:
             out[n] = torch.randn(b["shape"], dtype=dt, device="cuda")
         else:

@@ -92,10 +92,10 @@ pub fn write_kernels_for(kernels: &[ir::Kernel], target: Target) -> Written {
     );
     let helpers = helpers_for(&code);
     out.push_str(&math::headers(&[&helpers, &code]));
-    if code.contains(remat::MARK) {
-        // A tile recomputed in another layout may leave its first computation unused.
-        out.push_str("#pragma nv_diag_suppress 550\n");
-    }
+    // Temporaries the writer sets and a later pass leaves unused (a tile recomputed in another
+    // layout, the halves of a philox round) are not the user's to fix: NVRTC's "set but never
+    // used" and "declared but never referenced" would point at unrelated lines of their source.
+    out.push_str("#pragma nv_diag_suppress 550\n#pragma nv_diag_suppress 177\n");
     out.push_str(&helpers);
     for text in own_helpers.values() {
         out.push_str(text);
