@@ -128,3 +128,15 @@ def k(x_ptr, y_ptr):
     assert!(e.contains("k.py:7:"), "{e}");
     assert!(e.contains("gdc_wait"), "{e}");
 }
+
+/// On a GPU (H100/H200), `griddepcontrol.wait` and `launch_dependents` run in a kernel launched
+/// on its own, and the kernel gives the interpreter's values bit for bit.
+#[test]
+#[ignore = "needs an NVIDIA GPU: the GPU bundle runs it with --include-ignored"]
+fn dependent_launch_on_a_gpu_gives_the_interpreters_values() {
+    let bufs = [
+        EmuBuf("x", "f32", 4096, false, "{uniform: [-4, 4]}"),
+        EmuBuf("y", "f32", 4096, true, ""),
+    ];
+    crate::gpu_check(GDC, "BLOCK: 4096, USE_GDC: true", 4, &bufs, "x, y, 4096");
+}
