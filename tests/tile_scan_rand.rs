@@ -270,6 +270,8 @@ pub fn flag(b: bool) -> ConstValue {
 mod atomic;
 #[path = "tile_scan_rand/dependent_launch.rs"]
 mod dependent_launch;
+#[path = "tile_scan_rand/int_dot.rs"]
+mod int_dot;
 #[path = "tile_scan_rand/misc.rs"]
 mod misc;
 #[path = "tile_scan_rand/random.rs"]

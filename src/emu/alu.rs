@@ -396,6 +396,23 @@ pub fn eval(inst: &Inst, v: &[u64]) -> Option<u64> {
             }
             u64::from(out)
         }
+        Op::Dp4a => {
+            let (a, b, c) = (arg(0) as u32, arg(1) as u32, arg(2) as u32);
+            let byte = |x: u32, k: u32, signed: bool| {
+                let v = (x >> (8 * k)) & 0xff;
+                if signed {
+                    i64::from(v as u8 as i8)
+                } else {
+                    i64::from(v)
+                }
+            };
+            let a_signed = m.src_ty == Some(Ty::S32);
+            let b_signed = ty == Ty::S32;
+            let dot: i64 = (0..4)
+                .map(|k| byte(a, k, a_signed) * byte(b, k, b_signed))
+                .sum();
+            u64::from((i64::from(c) + dot) as u32)
+        }
         Op::Lop3 => {
             let (a, b, c, lut) = (arg(0), arg(1), arg(2), arg(3) as u8);
             let mut out = 0u64;

@@ -99,6 +99,7 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
         "bfe" => Op::Bfe,
         "bfi" => Op::Bfi,
         "prmt" => Op::Prmt,
+        "dp4a" => Op::Dp4a,
         "lop3" => Op::Lop3,
         "shf" => Op::Shf,
         "copysign" => Op::Copysign,
@@ -200,6 +201,11 @@ pub fn opcode(text: &str) -> Result<(Op, Ty, Mods), String> {
             mods.src_ty = Some(*s);
             *d
         }
+        (Op::Dp4a, [a @ (Ty::U32 | Ty::S32), b @ (Ty::U32 | Ty::S32)]) => {
+            mods.src_ty = Some(*a);
+            *b
+        }
+        (Op::Dp4a, _) => return Err(format!("`{text}` (dp4a takes .u32 or .s32 twice)")),
         (Op::Bar | Op::Membar | Op::Ret | Op::Exit | Op::Bra | Op::Nop, []) => Ty::B32,
         (Op::Activemask, [t]) => *t,
         (_, [t]) => *t,

@@ -235,6 +235,9 @@ pub enum Op {
     Bfe,
     Bfi,
     Prmt,
+    /// `dp4a.atype.btype d, a, b, c`: `c` plus the four byte products of `a` and `b` (a's
+    /// type in `Mods::src_ty`, b's in the instruction's type).
+    Dp4a,
     Lop3,
     Shf,
     Copysign,

@@ -154,9 +154,9 @@ impl Ck<'_> {
             self.error(span, msg);
             return None;
         }
-        if !matches!(d, Scalar::F16 | Scalar::BF16 | Scalar::F32) {
+        if !matches!(d, Scalar::F16 | Scalar::BF16 | Scalar::F32 | Scalar::I8) {
             let msg = format!(
-                "`tl.dot` takes float16, bfloat16 or float32 tiles; its {which} is {}",
+                "`tl.dot` takes float16, bfloat16, float32 or int8 tiles; its {which} is {}",
                 show_type(&ty)
             );
             self.error(span, msg);
@@ -225,11 +225,14 @@ impl Ck<'_> {
             Elem::Ptr(_) => None,
         });
         let (out, out_span) = match (opts.out_dtype, acc_dtype) {
+            // An int8 dot gives int32 whatever `out_dtype` says, as Triton's does.
+            _ if ad == Scalar::I8 => (Scalar::I32, span),
             (Some((d, sp)), _) => (d, sp),
             (None, Some(d)) => (d, opts.acc.as_ref().map_or(span, |a| a.1)),
             (None, None) => (Scalar::F32, span),
         };
-        let allowed = out == Scalar::F32 || (out == Scalar::F16 && ad == Scalar::F16);
+        let allowed =
+            ad == Scalar::I8 || out == Scalar::F32 || (out == Scalar::F16 && ad == Scalar::F16);
         if !allowed {
             let msg = if ad == Scalar::F16 {
                 format!(

@@ -9,6 +9,8 @@
 //!   fp16 ones for an fp16 result of fp16 inputs.
 //! - fp32: fused multiply-adds from shared memory (exact fp32 products; a request for tf32 is
 //!   met with full precision).
+//! - int8: the same loop in integers: exact products summed into int32 (wrapping). Correct,
+//!   but not yet on the tensor cores (`mma.sync` `.s8`).
 //!
 //! Each dot site has its own region of `kwb_dot`. When two copies fit, the site alternates
 //! between them, so one barrier per dot suffices (a warp writing copy `i + 1` has passed the
@@ -155,6 +157,7 @@ impl Writer<'_> {
             match (&ring, tensor) {
                 (Some(_), _) => "mma.sync m16n8k16 fed by ldmatrix from the rings",
                 (None, true) => "mma.sync m16n8k16 fed by ldmatrix",
+                (None, false) if sin == Scalar::I8 => "int8 multiply-adds into int32",
                 (None, false) => "fp32 fma",
             },
             mma.warps_m,
@@ -241,10 +244,14 @@ impl Writer<'_> {
             self.line("#pragma unroll 4");
             self.open(&format!("for (int kk = 0; kk < {k}; ++kk) {{"));
             self.line("#pragma unroll");
-            self.line(&format!(
-                "for (int e = 0; e < {}; ++e) {d}[e] = fmaf(kwb_da[({row}) * {lda} + kk], kwb_db[kk * {ldb} + {col}], {d}[e]);",
-                ld.ept
-            ));
+            let step = if sin == Scalar::I8 {
+                // int8: exact products (at most 2^14), int32 sums that wrap (in unsigned arithmetic,
+                // where C++ defines it), as the tensor cores' would.
+                format!("{d}[e] = int(unsigned({d}[e]) + unsigned(int(kwb_da[({row}) * {lda} + kk]) * int(kwb_db[kk * {ldb} + {col}])));")
+            } else {
+                format!("{d}[e] = fmaf(kwb_da[({row}) * {lda} + kk], kwb_db[kk * {ldb} + {col}], {d}[e]);")
+            };
+            self.line(&format!("for (int e = 0; e < {}; ++e) {step}", ld.ept));
             self.close("}");
         }
         if double {

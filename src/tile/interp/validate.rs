@@ -376,9 +376,12 @@ impl<'k> Validator<'k> {
             }
             Op::Dot { a, b, acc, .. } => {
                 let (at, bt) = (self.ty(*a)?, self.ty(*b)?);
+                // Floats throughout, or int8 operands into an int32 result.
                 let floats = [*a, *b, dst].iter().try_fold(true, |ok, v| {
                     Ok::<_, Fault>(ok && self.scalar_elem(*v)?.is_float())
-                })?;
+                })? || (self.scalar_elem(*a)? == Scalar::I8
+                    && self.scalar_elem(*b)? == Scalar::I8
+                    && self.scalar_elem(dst)? == Scalar::I32);
                 let shapes = match (at.shape.as_slice(), bt.shape.as_slice()) {
                     (&[m, k], &[k2, n]) => k == k2 && d.shape == [m, n],
                     _ => false,
