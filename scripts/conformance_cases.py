@@ -20,7 +20,11 @@ Cases (file names as in Triton's repository):
   seed 123), 1Mi fp32, p = 0.5;
 - 07-extern-functions.py `asin_kernel` (libdevice), 98432 fp32 in [0, 1), as the tutorial;
 - 11-programmatic-dependent-launch.py `add_kernel` with USE_GDC, 16Mi fp32 (both launched
-  without the PDL attribute, so the wait returns at once).
+  without the PDL attribute, so the wait returns at once);
+- 06-fused-attention.py `_attn_fwd` (block pointers) at Z 4, H 32, N 4096, head dim 64 and 128,
+  causal and not, BLOCK_M 128, BLOCK_N 64, 3 stages, 4 warps (an autotune configuration the
+  tutorial keeps); `_attn_bwd_preprocess` and `_attn_bwd` at head dim 64 with the tutorial's
+  own blocks.
 """
 
 import json
@@ -115,6 +119,52 @@ def cases(folder):
                                 "out": {"dtype": "f32", "shape": [n], "output": True}},
                     "args": ["x", "y", "out", n], "constexprs": {"BLOCK_SIZE": 1024, "USE_GDC": 1},
                     "num_warps": 4, "grid": [cdiv(n, 1024), 1, 1], "rtol": 0, "atol": 0})
+    if have("06-fused-attention.py"):
+        z, h, nctx = 4, 32, 4096
+        for d in (64, 128):
+            shape = [z, h, nctx, d]
+            strides = [h * nctx * d, nctx * d, d, 1]
+            for causal in (False, True):
+                bm, bn = 128, 64
+                flops = 4.0 * z * h * nctx * nctx * d * (0.5 if causal else 1.0)
+                out.append({
+                    "name": f"06 _attn_fwd Z{z} H{h} N{nctx} D{d}{' causal' if causal else ''}",
+                    "file": "06-fused-attention.py", "kernel": "_attn_fwd",
+                    "buffers": {"q": {"dtype": "f16", "shape": shape}, "k": {"dtype": "f16", "shape": shape},
+                                "v": {"dtype": "f16", "shape": shape},
+                                "m": {"dtype": "f32", "shape": [z, h, nctx], "output": True},
+                                "o": {"dtype": "f16", "shape": shape, "output": True}},
+                    "args": ["q", "k", "v", 0.5, "m", "o"] + strides * 4 + [z, h, nctx],
+                    "constexprs": {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn,
+                                   "STAGE": 3 if causal else 1},
+                    "num_warps": 4, "num_stages": 3, "grid": [cdiv(nctx, bm), z * h, 1],
+                    "rtol": 1e-2, "atol": 1e-2, "flops": flops})
+        d = 64
+        shape = [z, h, nctx, d]
+        out.append({"name": f"06 _attn_bwd_preprocess Z{z} H{h} N{nctx} D{d}",
+                    "file": "06-fused-attention.py", "kernel": "_attn_bwd_preprocess",
+                    "buffers": {"o": {"dtype": "f16", "shape": shape}, "do": {"dtype": "f16", "shape": shape},
+                                "delta": {"dtype": "f32", "shape": [z, h, nctx], "output": True}},
+                    "args": ["o", "do", "delta", z, h, nctx],
+                    "constexprs": {"BLOCK_M": 128, "HEAD_DIM": d}, "num_warps": 4,
+                    "grid": [nctx // 128, z * h, 1], "rtol": 1e-3, "atol": 1e-3})
+        # Small inputs (std 0.1) and zero row statistics keep every exp2 near 1, as a real
+        # backward's (whose M and D come from its forward) are.
+        small = {"dtype": "f16", "shape": shape, "std": 0.1}
+        out.append({"name": f"06 _attn_bwd Z{z} H{h} N{nctx} D{d}", "file": "06-fused-attention.py",
+                    "kernel": "_attn_bwd",
+                    "buffers": {"q": small, "k": small, "v": small, "do": small,
+                                "dq": {"dtype": "f16", "shape": shape, "output": True},
+                                "dk": {"dtype": "f16", "shape": shape, "output": True},
+                                "dv": {"dtype": "f16", "shape": shape, "output": True},
+                                "m": {"dtype": "f32", "shape": [z, h, nctx], "init": "zeros"},
+                                "delta": {"dtype": "f32", "shape": [z, h, nctx], "init": "zeros"}},
+                    "args": ["q", "k", "v", 0.5, "do", "dq", "dk", "dv", "m", "delta",
+                             h * nctx * d, nctx * d, d, 1, h, nctx],
+                    "constexprs": {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32,
+                                   "BLK_SLICE_FACTOR": 2, "HEAD_DIM": d},
+                    "num_warps": 4, "num_stages": 5, "grid": [nctx // 128, 1, z * h],
+                    "rtol": 2e-2, "atol": 2e-2, "flops": 2.5 * 4.0 * z * h * nctx * nctx * d})
     return out
 
 

@@ -268,6 +268,8 @@ pub fn flag(b: bool) -> ConstValue {
 
 #[path = "tile_scan_rand/atomic.rs"]
 mod atomic;
+#[path = "tile_scan_rand/calls.rs"]
+mod calls;
 #[path = "tile_scan_rand/dependent_launch.rs"]
 mod dependent_launch;
 #[path = "tile_scan_rand/int_dot.rs"]
