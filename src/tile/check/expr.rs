@@ -215,6 +215,14 @@ impl Ck<'_> {
                     self.error(span, msg)
                 }
             },
+            Val::BlockPtr(_) if attr == "advance" => Val::Bound(Box::new(base), "advance"),
+            Val::BlockPtr(_) => {
+                let msg = format!(
+                    "a block pointer has no attribute `{attr}`; move it with `.advance(offsets)` \
+                     or `tl.advance`, read it with `tl.load`"
+                );
+                self.error(span, msg)
+            }
             Val::Var(x) => match attr {
                 "T" => self.permute(x, None, span),
                 "dtype" => match self.ty(x).elem {
@@ -359,6 +367,16 @@ impl Ck<'_> {
                 v
             }
             Val::ConstexprMarker => self.constexpr_call(a),
+            Val::Bound(recv, name) => {
+                a.pos.insert(
+                    0,
+                    Arg {
+                        val: *recv,
+                        span: func.span,
+                    },
+                );
+                self.builtin(name, a)
+            }
             Val::DescMethod(d, "load") => self.desc_load(d, a),
             Val::DescMethod(d, _) => self.desc_store(d, a),
             other => {

@@ -2,7 +2,7 @@
 //! `tl.load`, `tl.store` and the atomics. Masks become I1 of the access's shape; `other` and
 //! stored values are broadcast to it and converted to the pointee dtype.
 
-use super::builtins::MAX_NUMEL;
+use super::builtins::{Slots, MAX_NUMEL};
 use super::emit::Ck;
 use super::expr::Args;
 use super::value::{show_shape, show_type, Val};
@@ -210,6 +210,28 @@ impl Ck<'_> {
         }
     }
 
+    /// Whether the arguments that only a block pointer takes (`boundary_check`,
+    /// `padding_option`) are absent or empty, as Triton requires of other pointers.
+    fn block_ptr_only(&mut self, s: &Slots, which: &[(usize, &str)], span: Span) -> bool {
+        for &(i, what) in which {
+            let given = match Self::val(s, i) {
+                Val::None => false,
+                Val::Tuple(t) => !t.is_empty(),
+                Val::Str(p) => !p.is_empty(),
+                _ => true,
+            };
+            if given {
+                let msg = format!(
+                    "`{what}` applies to block pointers (`tl.make_block_ptr`) only; a pointer \
+                     or tile of pointers is masked with `mask=` and `other=`"
+                );
+                self.error(Self::span_of(s, i, span), msg);
+                return false;
+            }
+        }
+        true
+    }
+
     pub fn load(&mut self, a: Args) -> Val {
         let span = a.span;
         let params = &[
@@ -225,13 +247,11 @@ impl Ck<'_> {
         let Some(s) = self.bind("load", a, params, 1) else {
             return Val::Poison;
         };
-        if !matches!(Self::val(&s, 3), Val::None | Val::Tuple(_))
-            || matches!(Self::val(&s, 3), Val::Tuple(ref t) if !t.is_empty())
-        {
-            return self.error(
-                Self::span_of(&s, 3, span),
-                "`boundary_check` (block pointers) is not supported",
-            );
+        if let Val::BlockPtr(bp) = Self::val(&s, 0) {
+            return self.block_ptr_load(&bp, &s, span);
+        }
+        if !self.block_ptr_only(&s, &[(3, "boundary_check"), (4, "padding_option")], span) {
+            return Val::Poison;
         }
         let Some((ptr, pointee)) =
             self.pointer(&Self::val(&s, 0), Self::span_of(&s, 0, span), "tl.load")
@@ -367,6 +387,12 @@ impl Ck<'_> {
         let Some(s) = self.bind("store", a, params, 2) else {
             return Val::None;
         };
+        if let Val::BlockPtr(bp) = Self::val(&s, 0) {
+            return self.block_ptr_store(&bp, &s, span);
+        }
+        if !self.block_ptr_only(&s, &[(3, "boundary_check")], span) {
+            return Val::None;
+        }
         let Some((ptr, pointee)) =
             self.pointer(&Self::val(&s, 0), Self::span_of(&s, 0, span), "tl.store")
         else {

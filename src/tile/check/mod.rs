@@ -4,12 +4,15 @@
 //! inlines calls to the file's other `@triton.jit` functions, reporting every error it finds
 //! (a failed expression is poisoned so it does not cascade).
 
+mod block_ptr;
 mod builtins;
+mod carry;
 mod descriptor;
 mod dot;
 mod elementwise;
 mod emit;
 mod expr;
+mod flatten;
 mod fold;
 mod globals;
 mod libdevice;
@@ -28,6 +31,7 @@ mod standard;
 mod stmt;
 mod units;
 mod value;
+mod window;
 
 #[cfg(test)]
 mod tests;
