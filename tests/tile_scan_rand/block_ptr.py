@@ -62,7 +62,7 @@ def k(x_ptr, w_ptr, y_ptr, M, N, K, CASE: tl.constexpr, BM: tl.constexpr, BN: tl
             a = tl.advance(a, (0, BK))
             b = b.advance((BK, 0))
         c = tl.make_block_ptr(y_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
-        tl.store(c, acc, boundary_check=(0, 1))
+        tl.store(c, acc.to(c.dtype.element_ty), boundary_check=(0, 1))
     if CASE == 6:
         # One dimension: N elements read BM at a time, written back doubled, and summed.
         p = tl.make_block_ptr(x_ptr, (N, ), (1, ), (0, ), (BM, ), (0, ))

@@ -190,9 +190,9 @@ impl Ck<'_> {
                 let why = mismatch(&c.held, &v).unwrap_or_else(|| "changes".to_string());
                 let span = self.here();
                 let msg = format!(
-                    "`{n}` {why} (before the loop, and as the loop's body leaves it); a value \
-                     carried around a loop keeps its compile-time parts (tuple lengths, block \
-                     shape and order, constexprs)"
+                    "`{n}` {why} (before the loop and at the end of its body); a value carried \
+                     around a loop keeps its compile-time parts (tuple lengths, block shape and \
+                     order, constexprs)"
                 );
                 self.error(span, msg);
                 continue;

@@ -216,10 +216,19 @@ impl Ck<'_> {
                 }
             },
             Val::BlockPtr(_) if attr == "advance" => Val::Bound(Box::new(base), "advance"),
+            // Triton's is `pointer_type(block_type(elem, block))`; its `.element_ty` is used
+            // as the element dtype (`x.to(p.dtype.element_ty)`), which this gives.
+            Val::BlockPtr(b) if matches!(attr, "dtype" | "type") => match b.base {
+                Val::Var(x) => match self.ty(x).elem {
+                    Elem::Ptr(s) => Val::PtrType(s),
+                    Elem::Scalar(_) => Val::Poison,
+                },
+                _ => Val::Poison,
+            },
             Val::BlockPtr(_) => {
                 let msg = format!(
-                    "a block pointer has no attribute `{attr}`; move it with `.advance(offsets)` \
-                     or `tl.advance`, read it with `tl.load`"
+                    "a block pointer has no attribute `{attr}` (it has `.dtype` and `.advance`); \
+                     read it with `tl.load`"
                 );
                 self.error(span, msg)
             }
