@@ -1,9 +1,10 @@
 //! Block pointers (the kernel is `block_ptr.py`, one case per value of `CASE`): loads with
 //! `boundary_check` on both dimensions, on one, with `padding_option="nan"`, through a
 //! transposed (`order=(0, 1)`) view, a store at a ragged edge, a matmul advancing two block
-//! pointers, a 1-D block pointer in a `while` loop, block pointers through `@triton.jit`
-//! helpers and a runtime `if`, and a tuple carried around a loop; the misuses kwb refuses; and
-//! the PTX emulator running kwb's CUDA agreeing with the interpreter.
+//! pointers (and again with the accumulator in the dot, which sm_90 copies with TMA), a 1-D
+//! block pointer in a `while` loop, block pointers through `@triton.jit` helpers and a runtime
+//! `if`, and a tuple carried around a loop; the misuses kwb refuses; and the PTX emulator
+//! running kwb's CUDA agreeing with the interpreter.
 //!
 //! The expected values come from Triton's interpreter (`TRITON_INTERPRET=1`), but from Triton
 //! 3.5.1's: Triton 3.9.0 has removed block pointers (its `tl.make_block_ptr` raises
@@ -11,7 +12,7 @@
 //! (`tensor.__index__` reads a one-element array's item, so `range(K)` of a runtime `K` runs).
 
 use super::{buf, emulator_case, errors, interp, EmuBuf, A};
-use kwb::tile::{ConstValue, DType};
+use kwb::tile::{ArgKind, ConstValue, DType, Extent, KernelRequest, Target};
 
 pub(super) const BLOCK_PTR: &str = include_str!("block_ptr.py");
 
@@ -202,16 +203,71 @@ fn a_matmul_advancing_two_block_pointers_gives_tritons_values() {
         -2.1875,
     ];
     assert_eq!(got[..24], row0);
+    // Case 9 is the same matmul with the accumulator in the dot (Triton's interpreter: A @ B
+    // exactly too).
+    let y = buf(DType::F32, &[0.0; 20 * 24]);
+    let (x, w) = (buf(DType::F16, &a), buf(DType::F16, &b));
+    let in_dot = run(9, [20, 24, 40], [32, 32, 16], x, w, y);
     for i in 0..20 {
         for j in 0..24 {
             let want: f64 = (0..40).map(|k| a[i * 40 + k] * b[k * 24 + j]).sum();
             assert_eq!(got[i * 24 + j], want, "C[{i}][{j}]");
+            assert_eq!(in_dot[i * 24 + j], want, "case 9: C[{i}][{j}]");
         }
     }
 }
 
-/// The emulator cases: (constexprs, x, w, y (elements, dtype, init), launch arguments).
-fn emulator_cases() -> Vec<(String, [EmuBuf<'static>; 3], String)> {
+/// On sm_90 the loads of case 9 (both dimensions checked, zeros outside, rows 16-byte
+/// aligned) are copied by TMA into the wgmma loop's rings, as tensor descriptors' are.
+#[test]
+fn a_block_pointer_matmul_copies_with_tma_on_sm90() {
+    let int = ArgKind::Int {
+        fits_i32: true,
+        divisibility: 8,
+        non_negative: true,
+        one: false,
+    };
+    let c = |v| ConstValue::Int(v);
+    let req = KernelRequest {
+        name: "k".into(),
+        args: vec![
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Pointer(DType::F16),
+            ArgKind::Pointer(DType::F32),
+            int.clone(),
+            int.clone(),
+            int,
+        ],
+        constexprs: vec![
+            ("CASE".into(), c(9)),
+            ("BM".into(), c(128)),
+            ("BN".into(), c(128)),
+            ("BK".into(), c(64)),
+        ],
+        num_warps: 8,
+        sums: Default::default(),
+    };
+    let path = std::path::Path::new("block_ptr.py");
+    let out = kwb::tile::compile_for(path, BLOCK_PTR, &[req], Target::sm(90));
+    assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics);
+    assert!(
+        out.cuda.contains("copied by TMA into rings"),
+        "{}",
+        out.cuda
+    );
+    assert!(!out.cuda.contains("kwb_cp16("), "no cp.async left");
+    let (_, maps) = &out.tensor_maps[0];
+    // x and w (parameters 0 and 1), extents innermost first: K x M and N x K.
+    assert_eq!(maps.len(), 2);
+    assert_eq!((maps[0].base, maps[1].base), (0, 1));
+    assert_eq!(maps[0].dims, vec![Extent::Arg(5), Extent::Arg(3)]);
+    assert_eq!(maps[1].dims, vec![Extent::Arg(4), Extent::Arg(5)]);
+}
+
+/// The emulator cases: (constexprs, warps, x, w, y (elements, dtype, init), launch arguments).
+type EmuCase = (String, u32, [EmuBuf<'static>; 3], String);
+
+fn emulator_cases() -> Vec<EmuCase> {
     let f32_in = |n| EmuBuf("x", "f32", n, false, "{uniform: [-8, 10]}");
     let w = |d, n| EmuBuf("w", d, n, false, "{uniform: [-1, 1]}");
     let y = |n| EmuBuf("y", "f32", n, true, "{uniform: [-3, 3]}");
@@ -219,8 +275,17 @@ fn emulator_cases() -> Vec<(String, [EmuBuf<'static>; 3], String)> {
     for &(case, [m, n, k], [bm, bn, bk], len, _, _) in EXPECTED {
         let cx = format!("CASE: {case}, BM: {bm}, BN: {bn}, BK: {bk}");
         let bufs = [f32_in(64), w("f32", 1), y(len)];
-        v.push((cx, bufs, format!("x, w, y, {m}, {n}, {k}")));
+        v.push((cx, 4, bufs, format!("x, w, y, {m}, {n}, {k}")));
     }
+    // Case 9 copied by TMA into wgmma's rings: M = K = 136 and N = 24 (rows 16-byte aligned,
+    // no extent a multiple of its block).
+    let bufs = [
+        EmuBuf("x", "f16", 136 * 136, false, "{uniform: [-1, 1]}"),
+        w("f16", 136 * 24),
+        y(136 * 24),
+    ];
+    let cx = "CASE: 9, BM: 128, BN: 128, BK: 64".to_string();
+    v.push((cx, 8, bufs, "x, w, y, 136, 24, 136".to_string()));
     // The matmul at K = N = 40 (neither a multiple of its block), fp16 inputs.
     let bufs = [
         EmuBuf("x", "f16", 800, false, "{uniform: [-1, 1]}"),
@@ -228,14 +293,14 @@ fn emulator_cases() -> Vec<(String, [EmuBuf<'static>; 3], String)> {
         y(800),
     ];
     let cx = "CASE: 5, BM: 32, BN: 64, BK: 16".to_string();
-    v.push((cx, bufs, "x, w, y, 20, 40, 40".to_string()));
+    v.push((cx, 4, bufs, "x, w, y, 20, 40, 40".to_string()));
     v
 }
 
 #[test]
 fn block_pointers_agree_with_the_emulator() {
-    for (cx, bufs, args) in emulator_cases() {
-        emulator_case(BLOCK_PTR, &cx, 4, &bufs, &args, (1e-5, 1e-5));
+    for (cx, warps, bufs, args) in emulator_cases() {
+        emulator_case(BLOCK_PTR, &cx, warps, &bufs, &args, (1e-5, 1e-5));
     }
 }
 
@@ -247,8 +312,15 @@ fn a_block_pointer_matmul_on_a_gpu_gives_the_interpreters_values() {
     if kwb::run::gpu::open::gpu_or_skip(name).is_none() {
         return;
     }
-    let (cx, bufs, args) = emulator_cases().pop().unwrap();
-    crate::gpu_check_within(BLOCK_PTR, &cx, 4, &bufs, &args, (1e-5, 1e-5));
+    // Case 5 (cp.async; x and y both 20 x 40), then case 9 (TMA; x and y both 136 x 24).
+    let mut cases = emulator_cases();
+    let (cx, warps, bufs, args) = cases.pop().unwrap();
+    crate::gpu_check_within(BLOCK_PTR, &cx, warps, &bufs, &args, (1e-5, 1e-5));
+    let (cx, warps, bufs, args) = cases.pop().unwrap();
+    let [x, w, y] = bufs;
+    let x = EmuBuf(x.0, x.1, 136 * 24, x.3, x.4);
+    let args = args.replace("136, 24, 136", "136, 24, 24");
+    crate::gpu_check_within(BLOCK_PTR, &cx, warps, &[x, w, y], &args, (1e-5, 1e-5));
 }
 
 #[test]

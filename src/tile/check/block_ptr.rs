@@ -6,24 +6,23 @@
 //! are runtime values: the base pointer and one extent, stride and offset per dimension.
 //! `tl.advance` gives a new one with its offsets moved; loops carry the offsets (and the other
 //! parts when a loop changes them) in variables, and `if`s merge them (`flatten.rs`,
-//! `carry.rs`). A load or store is written out as what it means (`window.rs`): the pointer
-//! access of the block at the offsets, masked on the dimensions `boundary_check` names only.
+//! `carry.rs`). A load or store (`block_ptr_access.rs`) is written out as what it means
+//! (`window.rs`): the pointer access of the block at the offsets, masked on the dimensions
+//! `boundary_check` names only.
 //! Loads fill the masked-off elements with zeros (`padding_option="zero"`, and also when no
 //! padding is given, where Triton leaves them undefined) or NaNs (`"nan"`). `order`, the order
 //! of the dimensions in memory (a hint to Triton's code generation), changes no value: it is
 //! checked and kept.
 
-use super::builtins::Slots;
 use super::emit::Ck;
 use super::expr::Args;
-use super::value::{show_shape, BlockPtr, Val};
-use super::window::Window;
+use super::value::{BlockPtr, Val};
 use crate::tile::ast::BinaryOp;
-use crate::tile::ir::{Elem, Op, Scalar, StmtKind, Type, VarId};
+use crate::tile::ir::{Elem, Scalar};
 use crate::tile::span::Span;
 
 /// A list argument's entries (a single value is a list of one, as Triton reads it).
-fn entries(v: Val) -> Vec<Val> {
+pub(super) fn entries(v: Val) -> Vec<Val> {
     match v {
         Val::Tuple(items) => items,
         other => vec![other],
@@ -132,10 +131,10 @@ impl Ck<'_> {
         }))
     }
 
-    /// One integer of a block pointer: a compile-time int as it is; an integer scalar
-    /// converted to int64 (`wide`: shapes and strides, as in Triton) or else to int32 unless it
-    /// is 64-bit.
-    fn block_int(&mut self, v: &Val, span: Span, what: &str, wide: bool) -> Option<Val> {
+    /// One integer of a block pointer: a compile-time int as it is; an integer scalar as it is
+    /// (`keep`: shapes and strides, which loads widen to int64) or else converted to int32
+    /// unless it is 64-bit (offsets, int32 in Triton).
+    fn block_int(&mut self, v: &Val, span: Span, what: &str, keep: bool) -> Option<Val> {
         match v {
             Val::Int(_) => Some(v.clone()),
             Val::Bool(b) => Some(Val::Int(i64::from(*b))),
@@ -146,7 +145,10 @@ impl Ck<'_> {
                         .is_some_and(|s| !s.is_float() && s != Scalar::I1) =>
             {
                 let s = self.scalar_of(*x).unwrap_or(Scalar::I32);
-                let to = if wide || s.size() == 8 {
+                if keep {
+                    return Some(v.clone());
+                }
+                let to = if s.size() == 8 {
                     Scalar::I64
                 } else {
                     Scalar::I32
@@ -204,183 +206,5 @@ impl Ck<'_> {
             };
         }
         Val::BlockPtr(bp)
-    }
-
-    /// The dimensions `boundary_check` names (an int or a list of them), as one flag each.
-    fn boundary_check(&mut self, v: &Val, span: Span, rank: usize) -> Option<Vec<bool>> {
-        let mut checked = vec![false; rank];
-        let items = match v {
-            Val::None => Vec::new(),
-            // Triton tests the argument's truth first: a bare 0 checks nothing.
-            Val::Int(0) | Val::Bool(false) => {
-                let msg = "`boundary_check=0` checks no dimension (Triton reads a bare 0 as \
-                           false); write `boundary_check=(0,)` to check dimension 0";
-                self.warning(span, msg);
-                Vec::new()
-            }
-            other => entries(other.clone()),
-        };
-        for it in items {
-            let d = match it {
-                Val::Int(d) => d,
-                other => {
-                    let msg = format!(
-                        "`boundary_check` lists dimensions as compile-time integers, found {}",
-                        self.show(&other)
-                    );
-                    self.error(span, msg);
-                    return None;
-                }
-            };
-            let Some(slot) = usize::try_from(d).ok().and_then(|i| checked.get_mut(i)) else {
-                let msg = format!(
-                    "`boundary_check` names dimension {d}, but the block pointer has {rank} \
-                     dimension(s) (0 to {})",
-                    rank - 1
-                );
-                self.error(span, msg);
-                return None;
-            };
-            if *slot {
-                self.error(span, format!("`boundary_check` names dimension {d} twice"));
-                return None;
-            }
-            *slot = true;
-        }
-        Some(checked)
-    }
-
-    /// The pointers and mask of `bp`'s block with `checked` dimensions masked.
-    fn block_ptr_window(
-        &mut self,
-        bp: &BlockPtr,
-        checked: &[bool],
-        span: Span,
-    ) -> Option<(VarId, Option<VarId>)> {
-        let Val::Var(base) = bp.base else {
-            return None;
-        };
-        let w = Window {
-            base,
-            shape: &bp.shape,
-            strides: &bp.strides,
-            offsets: &bp.offsets,
-            block: &bp.block,
-            checked,
-        };
-        self.window(&w, span)
-    }
-
-    /// `tl.load(bp, ...)` of a block pointer (`s`: `tl.load`'s bound arguments).
-    pub(super) fn block_ptr_load(&mut self, bp: &BlockPtr, s: &Slots, span: Span) -> Val {
-        for (i, what) in [(1, "mask"), (2, "other")] {
-            if Self::val(s, i) != Val::None {
-                let msg = format!(
-                    "`{what}` cannot be given with a block pointer: its `boundary_check` says \
-                     which dimensions are masked, and `padding_option` what they read"
-                );
-                return self.error(Self::span_of(s, i, span), msg);
-            }
-        }
-        let rank = bp.block.len();
-        let Some(checked) = self.boundary_check(&Self::val(s, 3), Self::span_of(s, 3, span), rank)
-        else {
-            return Val::Poison;
-        };
-        let Elem::Ptr(pointee) = self.ty_of_base(bp) else {
-            return Val::Poison;
-        };
-        let pad_span = Self::span_of(s, 4, span);
-        let pad = match Self::val(s, 4) {
-            Val::None => Val::Int(0),
-            Val::Str(p) if p.is_empty() || p == "zero" => Val::Int(0),
-            Val::Str(p) if p == "nan" && pointee.is_float() => Val::Float(f64::NAN),
-            Val::Str(p) if p == "nan" => {
-                let msg = format!(
-                    "`padding_option=\"nan\"` needs a block pointer to floats, but this one points \
-                     to {}",
-                    pointee.triton_name()
-                );
-                return self.error(pad_span, msg);
-            }
-            other => {
-                let msg = format!(
-                    "`padding_option` must be \"zero\", \"nan\" or \"\", found {}",
-                    self.show(&other)
-                );
-                return self.error(pad_span, msg);
-            }
-        };
-        let Some((ptr, mask)) = self.block_ptr_window(bp, &checked, span) else {
-            return Val::Poison;
-        };
-        let other = match mask {
-            Some(_) => self.as_dtype(&pad, pointee),
-            None => None,
-        };
-        let ty = Type {
-            elem: Elem::Scalar(pointee),
-            shape: bp.block.clone(),
-        };
-        Val::Var(self.emit(ty, Op::Load { ptr, mask, other }))
-    }
-
-    /// `tl.store(bp, value, ...)` of a block pointer (`s`: `tl.store`'s bound arguments).
-    pub(super) fn block_ptr_store(&mut self, bp: &BlockPtr, s: &Slots, span: Span) -> Val {
-        if Self::val(s, 2) != Val::None {
-            return self.error(
-                Self::span_of(s, 2, span),
-                "`mask` cannot be given with a block pointer: its `boundary_check` says which \
-                 dimensions are masked",
-            );
-        }
-        let rank = bp.block.len();
-        let Some(checked) = self.boundary_check(&Self::val(s, 3), Self::span_of(s, 3, span), rank)
-        else {
-            return Val::None;
-        };
-        let Elem::Ptr(pointee) = self.ty_of_base(bp) else {
-            return Val::None;
-        };
-        let value = Self::val(s, 1);
-        let value_span = Self::span_of(s, 1, span);
-        if let Val::Var(x) = &value {
-            let ty = self.ty(*x).clone();
-            if ty.is_tile() && ty.shape != bp.block {
-                let msg = format!(
-                    "the stored value's shape {} is not the block pointer's block {}",
-                    show_shape(&ty.shape),
-                    show_shape(&bp.block)
-                );
-                self.error(value_span, msg);
-                return Val::None;
-            }
-            if ty.elem != Elem::Scalar(pointee) {
-                let msg = format!(
-                    "a block pointer to {p} stores {p} values, found {}; convert it with \
-                     `.to(tl.{p})` (Triton does not convert it either)",
-                    self.show(&value),
-                    p = pointee.triton_name()
-                );
-                self.error(value_span, msg);
-                return Val::None;
-            }
-        }
-        let Some(value) = self.stored_value(&value, pointee, &bp.block, value_span, "tl.store")
-        else {
-            return Val::None;
-        };
-        let Some((ptr, mask)) = self.block_ptr_window(bp, &checked, span) else {
-            return Val::None;
-        };
-        self.push(StmtKind::Store { ptr, value, mask });
-        Val::None
-    }
-
-    fn ty_of_base(&self, bp: &BlockPtr) -> Elem {
-        match bp.base {
-            Val::Var(b) => self.ty(b).elem,
-            _ => Elem::Scalar(Scalar::I32),
-        }
     }
 }

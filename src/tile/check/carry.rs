@@ -31,6 +31,7 @@ pub(super) struct Snapshot {
     findings: usize,
     descriptors: usize,
     desc_loads: usize,
+    prelude: usize,
     block: usize,
     env: HashMap<String, Val>,
     gone: HashMap<String, String>,
@@ -45,6 +46,7 @@ impl Ck<'_> {
             findings: self.findings.len(),
             descriptors: self.descriptors.len(),
             desc_loads: self.desc_loads.len(),
+            prelude: self.prelude.len(),
             block: self.blocks.last().map_or(0, Vec::len),
             env: self.env.clone(),
             gone: self.gone.clone(),
@@ -59,6 +61,7 @@ impl Ck<'_> {
         self.findings.truncate(s.findings);
         self.descriptors.truncate(s.descriptors);
         self.desc_loads.truncate(s.desc_loads);
+        self.prelude.truncate(s.prelude);
         if let Some(b) = self.blocks.last_mut() {
             b.truncate(s.block);
         }
@@ -132,7 +135,6 @@ impl Ck<'_> {
             for (i, leaf) in leaves(&v).into_iter().enumerate() {
                 let ty = match &leaf.val {
                     Val::Var(x) => Some(self.ty(*x).clone()),
-                    x if x.is_number() && leaf.wide => Some(Type::scalar(Scalar::I64)),
                     x if x.is_number() => {
                         Some(Type::scalar(default_dtype(x).unwrap_or(Scalar::I32)))
                     }

@@ -18,8 +18,6 @@ pub(super) struct Leaf {
     /// A block pointer's base, shape or stride: a loop carries it only when it changes it (a
     /// variable would hide what is known of a constant, such as a stride of 1).
     pub steady: bool,
-    /// A compile-time number here is carried as int64 (Triton's shapes and strides are).
-    pub wide: bool,
 }
 
 /// The leaves of `v`, in a fixed order.
@@ -30,30 +28,27 @@ pub(super) fn leaves(v: &Val) -> Vec<Leaf> {
 }
 
 fn walk(v: &Val, path: String, out: &mut Vec<Leaf>) {
-    let leaf = |val: &Val, path: String, steady: bool, wide: bool| Leaf {
+    let leaf = |val: &Val, path: String, steady: bool| Leaf {
         val: val.clone(),
         path,
         steady,
-        wide,
     };
     match v {
-        Val::Var(_) | Val::Int(_) | Val::Float(_) | Val::Bool(_) => {
-            out.push(leaf(v, path, false, false))
-        }
+        Val::Var(_) | Val::Int(_) | Val::Float(_) | Val::Bool(_) => out.push(leaf(v, path, false)),
         Val::Tuple(items) => {
             for (i, x) in items.iter().enumerate() {
                 walk(x, format!("{path}[{i}]"), out);
             }
         }
         Val::BlockPtr(b) => {
-            out.push(leaf(&b.base, format!("{path}'s base"), true, false));
+            out.push(leaf(&b.base, format!("{path}'s base"), true));
             for (what, list, steady) in [
                 ("shape", &b.shape, true),
                 ("strides", &b.strides, true),
                 ("offsets", &b.offsets, false),
             ] {
                 for (d, x) in list.iter().enumerate() {
-                    out.push(leaf(x, format!("{path}'s {what}[{d}]"), steady, steady));
+                    out.push(leaf(x, format!("{path}'s {what}[{d}]"), steady));
                 }
             }
         }

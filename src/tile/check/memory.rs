@@ -2,7 +2,7 @@
 //! `tl.load`, `tl.store` and the atomics. Masks become I1 of the access's shape; `other` and
 //! stored values are broadcast to it and converted to the pointee dtype.
 
-use super::builtins::{Slots, MAX_NUMEL};
+use super::builtins::MAX_NUMEL;
 use super::emit::Ck;
 use super::expr::Args;
 use super::value::{show_shape, show_type, Val};
@@ -208,28 +208,6 @@ impl Ck<'_> {
                 }
             }
         }
-    }
-
-    /// Whether the arguments that only a block pointer takes (`boundary_check`,
-    /// `padding_option`) are absent or empty, as Triton requires of other pointers.
-    fn block_ptr_only(&mut self, s: &Slots, which: &[(usize, &str)], span: Span) -> bool {
-        for &(i, what) in which {
-            let given = match Self::val(s, i) {
-                Val::None => false,
-                Val::Tuple(t) => !t.is_empty(),
-                Val::Str(p) => !p.is_empty(),
-                _ => true,
-            };
-            if given {
-                let msg = format!(
-                    "`{what}` applies to block pointers (`tl.make_block_ptr`) only; a pointer \
-                     or tile of pointers is masked with `mask=` and `other=`"
-                );
-                self.error(Self::span_of(s, i, span), msg);
-                return false;
-            }
-        }
-        true
     }
 
     pub fn load(&mut self, a: Args) -> Val {

@@ -52,8 +52,8 @@ pub(super) enum Val {
 /// A block pointer: the `block`-shaped window at `offsets` into the tensor of `shape` with
 /// `strides` (in elements) at `base`. `base` is a pointer variable; `shape`, `strides` and
 /// `offsets` hold one integer per dimension, each a scalar variable or a compile-time int
-/// (shapes and strides are int64 variables, as in Triton, offsets int32 unless given 64-bit).
-/// `block` and `order` are fixed at compile time.
+/// (offsets int32 unless given 64-bit, as in Triton; shapes and strides as given, which loads
+/// widen to int64 as Triton's are). `block` and `order` are fixed at compile time.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct BlockPtr {
     pub base: Val,
