@@ -221,6 +221,8 @@ fn corpus() -> Vec<String> {
         "tests/fixtures/big_smem/kernels.py".to_string(),
         // tl.sort in its three spellings, 1-D and 2-D, beside a tl.dot
         "tests/tile_scan_rand/sort.py".to_string(),
+        // block pointers: loads, stores, advances in loops, helpers, tuples carried
+        "tests/tile_scan_rand/block_ptr.py".to_string(),
     ];
     let mut fixtures: Vec<String> = std::fs::read_dir("tests/tile")
         .map(|d| {

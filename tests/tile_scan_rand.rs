@@ -1,9 +1,10 @@
-//! Triton parity for scans, reductions with a combine function, sorts, random numbers, and the
-//! other `triton.language` functions added for issue 26. As in `tile_parity.rs`, each feature is
-//! checked twice: the tile interpreter gives Triton's values (the expected numbers come from
-//! Triton 3.9.0's own interpreter, `TRITON_INTERPRET=1`, where a comment says so, else worked
-//! out by hand), and the CUDA kwb generates compiles with NVRTC and agrees with the
-//! interpreter when the PTX emulator runs it.
+//! Triton parity for scans, reductions with a combine function, sorts, random numbers, the
+//! other `triton.language` functions added for issue 26, and block pointers. As in
+//! `tile_parity.rs`, each feature is checked twice: the tile interpreter gives Triton's values
+//! (the expected numbers come from Triton 3.9.0's own interpreter, `TRITON_INTERPRET=1`, where a
+//! comment says so (3.5.1's for block pointers, which 3.9.0 has removed), else worked out by
+//! hand), and the CUDA kwb generates compiles with NVRTC and agrees with the interpreter when
+//! the PTX emulator runs it.
 
 mod support;
 
@@ -205,10 +206,22 @@ pub fn emulator_check(
 /// against the interpreter's outputs with zero tolerance. The kernel's output must be `y` and
 /// have the shape of an input `x` (the placeholder reference, which the interpreter's replaces).
 pub fn gpu_check(src: &str, constexprs: &str, num_warps: u32, bufs: &[EmuBuf], args: &str) {
+    gpu_check_within(src, constexprs, num_warps, bufs, args, (0.0, 0.0));
+}
+
+/// [`gpu_check`] within `tol` (rtol, atol): for sums the GPU adds in another order.
+pub fn gpu_check_within(
+    src: &str,
+    constexprs: &str,
+    num_warps: u32,
+    bufs: &[EmuBuf],
+    args: &str,
+    tol: (f64, f64),
+) {
     let dir = tempfile::tempdir().unwrap();
     let yaml = one_program_workspace(dir.path(), src, constexprs, num_warps, bufs, args)
         + "reference:\n  expr:\n    y: x\n";
-    let case = interpreted(&yaml, Some((0.0, 0.0)));
+    let case = interpreted(&yaml, Some(tol));
     let arch = kwb::compile::Arch::parse("sm_90").unwrap();
     if let Err(e) = support::differential::cpu_vs_gpu(dir.path(), arch, &case) {
         panic!("{constexprs} with {num_warps} warps: {e}");
@@ -274,6 +287,8 @@ mod calls;
 mod dependent_launch;
 #[path = "tile_scan_rand/int_dot.rs"]
 mod int_dot;
+#[path = "tile_scan_rand/block_ptr.rs"]
+mod block_ptr;
 #[path = "tile_scan_rand/misc.rs"]
 mod misc;
 #[path = "tile_scan_rand/random.rs"]

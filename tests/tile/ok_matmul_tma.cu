@@ -93,79 +93,93 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     int t48;
     int t49;
     int t50[1];
-    int t52[1];
-    int t53[1];
-    int t54[1];
-    int t56[1];
-    int t57[1];
-    int t59[1];
-    int t60[32];
-    int t61[32];
-    int t62[32];
-    __half* t64[32];
-    int t65;
-    bool t67[1];
-    bool t69[1];
-    bool t70[1];
-    int t71;
-    bool t73[1];
-    bool t75[1];
-    bool t76[1];
-    bool t77[32];
-    bool t78[32];
-    bool t79[32];
-    __half t80;
-    int t82;
-    int t83;
-    int t84;
-    int t85;
-    int t86[1];
-    int t88[1];
-    int t89[1];
-    int t90[1];
-    int t92[1];
+    long long t51[1];
+    long long t52;
+    long long t54[1];
+    long long t55[1];
+    long long t56;
+    long long t58[1];
+    long long t59;
+    long long t60;
+    bool t62[1];
+    bool t64[1];
+    bool t65[1];
+    int t66[1];
+    long long t67[1];
+    long long t68;
+    long long t70[1];
+    long long t71[1];
+    long long t72[32];
+    long long t73[32];
+    long long t74[32];
+    long long t75;
+    long long t76;
+    bool t78[1];
+    bool t80[1];
+    bool t81[1];
+    bool t82[32];
+    bool t83[32];
+    bool t84[32];
+    __half* t86[32];
+    __half t87;
+    int t89;
+    int t90;
+    int t91;
+    int t92;
     int t93[1];
-    int t95[1];
-    int t96[64];
-    int t97[64];
-    int t98[64];
-    __half* t100[64];
-    int t101;
-    bool t103[1];
+    long long t94[1];
+    long long t95;
+    long long t97[1];
+    long long t98[1];
+    long long t99;
+    long long t101[1];
+    long long t102;
+    long long t103;
     bool t105[1];
-    bool t106[1];
-    int t107;
-    bool t109[1];
-    bool t111[1];
-    bool t112[1];
-    bool t113[64];
-    bool t114[64];
-    bool t115[64];
-    __half t116;
-    float acc_118[128];
-    __half c_119[128];
-    int t120;
-    int t121;
-    int t122[1];
-    int offs_cm_124[1];
-    int t125;
-    int t126;
-    int t127[1];
-    int offs_cn_129[1];
-    int t130[1];
-    int t132[1];
-    __half* t134[1];
-    int t135[1];
-    int t136[128];
-    __half* t137[128];
-    __half* c_ptrs_138[128];
-    int t139[1];
-    bool t141[1];
-    int t142[1];
-    bool t144[1];
-    bool t145[128];
-    bool t146[128];
-    bool c_mask_147[128];
+    bool t107[1];
+    bool t108[1];
+    int t109[1];
+    long long t110[1];
+    long long t111;
+    long long t113[1];
+    long long t114[1];
+    long long t115[64];
+    long long t116[64];
+    long long t117[64];
+    long long t118;
+    long long t119;
+    bool t121[1];
+    bool t123[1];
+    bool t124[1];
+    bool t125[64];
+    bool t126[64];
+    bool t127[64];
+    __half* t129[64];
+    __half t130;
+    float acc_132[128];
+    __half c_133[128];
+    int t134;
+    int t135;
+    int t136[1];
+    int offs_cm_138[1];
+    int t139;
+    int t140;
+    int t141[1];
+    int offs_cn_143[1];
+    int t144[1];
+    int t146[1];
+    __half* t148[1];
+    int t149[1];
+    int t150[128];
+    __half* t151[128];
+    __half* c_ptrs_152[128];
+    int t153[1];
+    bool t155[1];
+    int t156[1];
+    bool t158[1];
+    bool t159[128];
+    bool t160[128];
+    bool c_mask_161[128];
 #line 17 "kernels/matmul/v7.tile"
     pid_6 = (int)blockIdx.x;
 #line 18 "kernels/matmul/v7.tile"
@@ -244,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     #pragma unroll
     for (int e = 0; e < 128; ++e) acc_44[e] = t34;
 #line 32 "kernels/matmul/v7.tile"
-    // software pipeline: `a_81` [128, 64] and `b_117` [64, 256] copied by TMA into rings of 3 shared buffers
+    // software pipeline: `a_88` [128, 64] and `b_131` [64, 256] copied by TMA into rings of 3 shared buffers
     {
         const int kwb_end = t41;
         const int kwb_step = t43;
@@ -276,185 +290,217 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     for (int e = 0; e < 1; ++e) t50[e] = (kwb_tid) % 128;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t52[e] = (int)((unsigned)t47 + (unsigned)t50[e]);
+                    for (int e = 0; e < 1; ++e) t51[e] = (long long)(t50[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    t52 = (long long)(t47);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t53[e] = t52[e];
+                    for (int e = 0; e < 1; ++e) t54[e] = (long long)((unsigned long long)t52 + (unsigned long long)t51[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t54[e] = (kwb_tid) % 64;
+                    for (int e = 0; e < 1; ++e) t55[e] = t54[e];
+#line 33 "kernels/matmul/v7.tile"
+                    t56 = (long long)(K_5);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t56[e] = (int)((unsigned)t49 + (unsigned)t54[e]);
+                    for (int e = 0; e < 1; ++e) t58[e] = (long long)((unsigned long long)t55[e] * (unsigned long long)t56);
+#line 33 "kernels/matmul/v7.tile"
+                    t59 = (long long)(M_3);
+#line 33 "kernels/matmul/v7.tile"
+                    t60 = 0LL;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t57[e] = t56[e];
+                    for (int e = 0; e < 1; ++e) t62[e] = (t55[e] >= t60);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t59[e] = (int)((unsigned)t53[e] * (unsigned)K_5);
+                    for (int e = 0; e < 1; ++e) t64[e] = (t55[e] < t59);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t65[e] = (bool)(t62[e] & t64[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t66[e] = (kwb_tid) % 64;
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t67[e] = (long long)(t66[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    t68 = (long long)(t49);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t70[e] = (long long)((unsigned long long)t68 + (unsigned long long)t67[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t71[e] = t70[e];
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t60[e] = (int)((unsigned)(int)((unsigned)t47 + (unsigned)(((g / 64)))) * (unsigned)K_5);
+                        t72[e] = (long long)((unsigned long long)(long long)((unsigned long long)t52 + (unsigned long long)(long long)((((g / 64))))) * (unsigned long long)t56);
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t61[e] = (int)((unsigned)t49 + (unsigned)(((g % 64))));
+                        t73[e] = (long long)((unsigned long long)t68 + (unsigned long long)(long long)((((g % 64)))));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t62[e] = (int)((unsigned)t60[e] + (unsigned)t61[e]);
+                    for (int e = 0; e < 32; ++e) t74[e] = (long long)((unsigned long long)t72[e] + (unsigned long long)t73[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    t75 = (long long)(K_5);
+#line 33 "kernels/matmul/v7.tile"
+                    t76 = 0LL;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t64[e] = a_ptr_0 + t62[e];
-#line 33 "kernels/matmul/v7.tile"
-                    t65 = 0;
+                    for (int e = 0; e < 1; ++e) t78[e] = (t71[e] >= t76);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t67[e] = (t53[e] >= t65);
+                    for (int e = 0; e < 1; ++e) t80[e] = (t71[e] < t75);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t69[e] = (t53[e] < M_3);
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t70[e] = (bool)(t67[e] & t69[e]);
-#line 33 "kernels/matmul/v7.tile"
-                    t71 = 0;
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t73[e] = (t57[e] >= t71);
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t75[e] = (t57[e] < K_5);
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t76[e] = (bool)(t73[e] & t75[e]);
+                    for (int e = 0; e < 1; ++e) t81[e] = (bool)(t78[e] & t80[e]);
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t77[e] = (bool)(((int)((unsigned)t47 + (unsigned)(((g / 64)))) >= t65) & ((int)((unsigned)t47 + (unsigned)(((g / 64)))) < M_3));
+                        t82[e] = (bool)(((long long)((unsigned long long)t52 + (unsigned long long)(long long)((((g / 64))))) >= t60) & ((long long)((unsigned long long)t52 + (unsigned long long)(long long)((((g / 64))))) < t59));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t78[e] = (bool)(((int)((unsigned)t49 + (unsigned)(((g % 64)))) >= t71) & ((int)((unsigned)t49 + (unsigned)(((g % 64)))) < K_5));
+                        t83[e] = (bool)(((long long)((unsigned long long)t68 + (unsigned long long)(long long)((((g % 64))))) >= t76) & ((long long)((unsigned long long)t68 + (unsigned long long)(long long)((((g % 64))))) < t75));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t79[e] = (bool)(t77[e] & t78[e]);
+                    for (int e = 0; e < 32; ++e) t84[e] = (bool)(t82[e] & t83[e]);
 #line 33 "kernels/matmul/v7.tile"
-                    t80 = __float2half_rn(0.0f);
+                    #pragma unroll
+                    for (int e = 0; e < 32; ++e) t86[e] = a_ptr_0 + t74[e];
+#line 33 "kernels/matmul/v7.tile"
+                    t87 = __float2half_rn(0.0f);
 #line 33 "kernels/matmul/v7.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
                         kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap0, (int)(t49 + 0), (int)(t47), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
 #line 34 "kernels/matmul/v7.tile"
-                    t82 = 64;
+                    t89 = 64;
 #line 34 "kernels/matmul/v7.tile"
-                    t83 = (int)((unsigned)k_45 * (unsigned)t82);
+                    t90 = (int)((unsigned)k_45 * (unsigned)t89);
 #line 34 "kernels/matmul/v7.tile"
-                    t84 = 256;
+                    t91 = 256;
 #line 34 "kernels/matmul/v7.tile"
-                    t85 = (int)((unsigned)pid_n_31 * (unsigned)t84);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t86[e] = (kwb_tid) % 64;
+                    t92 = (int)((unsigned)pid_n_31 * (unsigned)t91);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = (int)((unsigned)t83 + (unsigned)t86[e]);
+                    for (int e = 0; e < 1; ++e) t93[e] = (kwb_tid) % 64;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t89[e] = t88[e];
+                    for (int e = 0; e < 1; ++e) t94[e] = (long long)(t93[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    t95 = (long long)(t90);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t90[e] = kwb_tid;
+                    for (int e = 0; e < 1; ++e) t97[e] = (long long)((unsigned long long)t95 + (unsigned long long)t94[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t92[e] = (int)((unsigned)t85 + (unsigned)t90[e]);
+                    for (int e = 0; e < 1; ++e) t98[e] = t97[e];
+#line 34 "kernels/matmul/v7.tile"
+                    t99 = (long long)(N_4);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t93[e] = t92[e];
+                    for (int e = 0; e < 1; ++e) t101[e] = (long long)((unsigned long long)t98[e] * (unsigned long long)t99);
+#line 34 "kernels/matmul/v7.tile"
+                    t102 = (long long)(K_5);
+#line 34 "kernels/matmul/v7.tile"
+                    t103 = 0LL;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t95[e] = (int)((unsigned)t89[e] * (unsigned)N_4);
+                    for (int e = 0; e < 1; ++e) t105[e] = (t98[e] >= t103);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t107[e] = (t98[e] < t102);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t108[e] = (bool)(t105[e] & t107[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t109[e] = kwb_tid;
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t110[e] = (long long)(t109[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    t111 = (long long)(t92);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t113[e] = (long long)((unsigned long long)t111 + (unsigned long long)t110[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t114[e] = t113[e];
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t96[e] = (int)((unsigned)(int)((unsigned)t83 + (unsigned)(((g / 256)))) * (unsigned)N_4);
+                        t115[e] = (long long)((unsigned long long)(long long)((unsigned long long)t95 + (unsigned long long)(long long)((((g / 256))))) * (unsigned long long)t99);
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t97[e] = (int)((unsigned)t85 + (unsigned)(((g % 256))));
+                        t116[e] = (long long)((unsigned long long)t111 + (unsigned long long)(long long)((((g % 256)))));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t98[e] = (int)((unsigned)t96[e] + (unsigned)t97[e]);
+                    for (int e = 0; e < 64; ++e) t117[e] = (long long)((unsigned long long)t115[e] + (unsigned long long)t116[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    t118 = (long long)(N_4);
+#line 34 "kernels/matmul/v7.tile"
+                    t119 = 0LL;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t100[e] = b_ptr_1 + t98[e];
-#line 34 "kernels/matmul/v7.tile"
-                    t101 = 0;
+                    for (int e = 0; e < 1; ++e) t121[e] = (t114[e] >= t119);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t103[e] = (t89[e] >= t101);
+                    for (int e = 0; e < 1; ++e) t123[e] = (t114[e] < t118);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t105[e] = (t89[e] < K_5);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t106[e] = (bool)(t103[e] & t105[e]);
-#line 34 "kernels/matmul/v7.tile"
-                    t107 = 0;
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t109[e] = (t93[e] >= t107);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t111[e] = (t93[e] < N_4);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t112[e] = (bool)(t109[e] & t111[e]);
+                    for (int e = 0; e < 1; ++e) t124[e] = (bool)(t121[e] & t123[e]);
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t113[e] = (bool)(((int)((unsigned)t83 + (unsigned)(((g / 256)))) >= t101) & ((int)((unsigned)t83 + (unsigned)(((g / 256)))) < K_5));
+                        t125[e] = (bool)(((long long)((unsigned long long)t95 + (unsigned long long)(long long)((((g / 256))))) >= t103) & ((long long)((unsigned long long)t95 + (unsigned long long)(long long)((((g / 256))))) < t102));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t114[e] = (bool)(((int)((unsigned)t85 + (unsigned)(((g % 256)))) >= t107) & ((int)((unsigned)t85 + (unsigned)(((g % 256)))) < N_4));
+                        t126[e] = (bool)(((long long)((unsigned long long)t111 + (unsigned long long)(long long)((((g % 256))))) >= t119) & ((long long)((unsigned long long)t111 + (unsigned long long)(long long)((((g % 256))))) < t118));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t115[e] = (bool)(t113[e] & t114[e]);
+                    for (int e = 0; e < 64; ++e) t127[e] = (bool)(t125[e] & t126[e]);
 #line 34 "kernels/matmul/v7.tile"
-                    t116 = __float2half_rn(0.0f);
+                    #pragma unroll
+                    for (int e = 0; e < 64; ++e) t129[e] = b_ptr_1 + t117[e];
+#line 34 "kernels/matmul/v7.tile"
+                    t130 = __float2half_rn(0.0f);
 #line 34 "kernels/matmul/v7.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
-                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t85 + 0), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
-                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t85 + 64), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
-                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t85 + 128), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
-                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t85 + 192), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t92 + 0), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t92 + 64), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t92 + 128), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t92 + 192), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
                 }
             }
@@ -466,18 +512,18 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
             // tl.dot [128, 64] @ [64, 256] -> float32: wgmma m64n256k16 from the rings; 2 warpgroup(s), each 64 x 256
             {
                 #pragma unroll
-                for (int e = 0; e < 128; ++e) acc_118[e] = acc_44[e];
+                for (int e = 0; e < 128; ++e) acc_132[e] = acc_44[e];
                 const unsigned kwb_sa = (kwb_smem(kwb_ring) + 0 + kwb_rd0 * 16384) + kwb_wg * 8192;
                 const unsigned kwb_sb = (kwb_smem(kwb_ring) + 49152 + kwb_rd0 * 32768);
                 #pragma unroll
-                for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_118[e]);
+                for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_132[e]);
                 kwb_wgmma_fence();
                 const unsigned long long kwb_da = kwb_wgmma_desc(kwb_sa, 16, 1024, 1);
                 const unsigned long long kwb_db = kwb_wgmma_desc(kwb_sb, 8192, 1024, 1);
                 #pragma unroll
                 for (int kk = 0; kk < 64; kk += 16) {
                     #pragma unroll
-                    for (int i = 0; i < 1; ++i) kwb_wgmma_n256_f16(&acc_118[i * 128], kwb_da + (((kk * 2) / 128) * 16384 + i * 8192 + (kk * 2) % 128) / 16, kwb_db + kk * 128 / 16);
+                    for (int i = 0; i < 1; ++i) kwb_wgmma_n256_f16(&acc_132[i * 128], kwb_da + (((kk * 2) / 128) * 16384 + i * 8192 + (kk * 2) % 128) / 16, kwb_db + kk * 128 / 16);
                 }
                 kwb_wgmma_commit();
             }
@@ -501,243 +547,275 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
                     for (int e = 0; e < 1; ++e) t50[e] = (kwb_tid) % 128;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t52[e] = (int)((unsigned)t47 + (unsigned)t50[e]);
+                    for (int e = 0; e < 1; ++e) t51[e] = (long long)(t50[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    t52 = (long long)(t47);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t53[e] = t52[e];
+                    for (int e = 0; e < 1; ++e) t54[e] = (long long)((unsigned long long)t52 + (unsigned long long)t51[e]);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t54[e] = (kwb_tid) % 64;
+                    for (int e = 0; e < 1; ++e) t55[e] = t54[e];
+#line 33 "kernels/matmul/v7.tile"
+                    t56 = (long long)(K_5);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t56[e] = (int)((unsigned)t49 + (unsigned)t54[e]);
+                    for (int e = 0; e < 1; ++e) t58[e] = (long long)((unsigned long long)t55[e] * (unsigned long long)t56);
+#line 33 "kernels/matmul/v7.tile"
+                    t59 = (long long)(M_3);
+#line 33 "kernels/matmul/v7.tile"
+                    t60 = 0LL;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t57[e] = t56[e];
+                    for (int e = 0; e < 1; ++e) t62[e] = (t55[e] >= t60);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t59[e] = (int)((unsigned)t53[e] * (unsigned)K_5);
+                    for (int e = 0; e < 1; ++e) t64[e] = (t55[e] < t59);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t65[e] = (bool)(t62[e] & t64[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t66[e] = (kwb_tid) % 64;
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t67[e] = (long long)(t66[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    t68 = (long long)(t49);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t70[e] = (long long)((unsigned long long)t68 + (unsigned long long)t67[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t71[e] = t70[e];
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t60[e] = (int)((unsigned)(int)((unsigned)t47 + (unsigned)(((g / 64)))) * (unsigned)K_5);
+                        t72[e] = (long long)((unsigned long long)(long long)((unsigned long long)t52 + (unsigned long long)(long long)((((g / 64))))) * (unsigned long long)t56);
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t61[e] = (int)((unsigned)t49 + (unsigned)(((g % 64))));
+                        t73[e] = (long long)((unsigned long long)t68 + (unsigned long long)(long long)((((g % 64)))));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t62[e] = (int)((unsigned)t60[e] + (unsigned)t61[e]);
+                    for (int e = 0; e < 32; ++e) t74[e] = (long long)((unsigned long long)t72[e] + (unsigned long long)t73[e]);
+#line 33 "kernels/matmul/v7.tile"
+                    t75 = (long long)(K_5);
+#line 33 "kernels/matmul/v7.tile"
+                    t76 = 0LL;
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t64[e] = a_ptr_0 + t62[e];
-#line 33 "kernels/matmul/v7.tile"
-                    t65 = 0;
+                    for (int e = 0; e < 1; ++e) t78[e] = (t71[e] >= t76);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t67[e] = (t53[e] >= t65);
+                    for (int e = 0; e < 1; ++e) t80[e] = (t71[e] < t75);
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t69[e] = (t53[e] < M_3);
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t70[e] = (bool)(t67[e] & t69[e]);
-#line 33 "kernels/matmul/v7.tile"
-                    t71 = 0;
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t73[e] = (t57[e] >= t71);
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t75[e] = (t57[e] < K_5);
-#line 33 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t76[e] = (bool)(t73[e] & t75[e]);
+                    for (int e = 0; e < 1; ++e) t81[e] = (bool)(t78[e] & t80[e]);
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t77[e] = (bool)(((int)((unsigned)t47 + (unsigned)(((g / 64)))) >= t65) & ((int)((unsigned)t47 + (unsigned)(((g / 64)))) < M_3));
+                        t82[e] = (bool)(((long long)((unsigned long long)t52 + (unsigned long long)(long long)((((g / 64))))) >= t60) & ((long long)((unsigned long long)t52 + (unsigned long long)(long long)((((g / 64))))) < t59));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 32; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t78[e] = (bool)(((int)((unsigned)t49 + (unsigned)(((g % 64)))) >= t71) & ((int)((unsigned)t49 + (unsigned)(((g % 64)))) < K_5));
+                        t83[e] = (bool)(((long long)((unsigned long long)t68 + (unsigned long long)(long long)((((g % 64))))) >= t76) & ((long long)((unsigned long long)t68 + (unsigned long long)(long long)((((g % 64))))) < t75));
                     }
 #line 33 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 32; ++e) t79[e] = (bool)(t77[e] & t78[e]);
+                    for (int e = 0; e < 32; ++e) t84[e] = (bool)(t82[e] & t83[e]);
 #line 33 "kernels/matmul/v7.tile"
-                    t80 = __float2half_rn(0.0f);
+                    #pragma unroll
+                    for (int e = 0; e < 32; ++e) t86[e] = a_ptr_0 + t74[e];
+#line 33 "kernels/matmul/v7.tile"
+                    t87 = __float2half_rn(0.0f);
 #line 33 "kernels/matmul/v7.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 0 + kwb_wr0 * 16384;
                         kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap0, (int)(t49 + 0), (int)(t47), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
 #line 34 "kernels/matmul/v7.tile"
-                    t82 = 64;
+                    t89 = 64;
 #line 34 "kernels/matmul/v7.tile"
-                    t83 = (int)((unsigned)k_45 * (unsigned)t82);
+                    t90 = (int)((unsigned)k_45 * (unsigned)t89);
 #line 34 "kernels/matmul/v7.tile"
-                    t84 = 256;
+                    t91 = 256;
 #line 34 "kernels/matmul/v7.tile"
-                    t85 = (int)((unsigned)pid_n_31 * (unsigned)t84);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t86[e] = (kwb_tid) % 64;
+                    t92 = (int)((unsigned)pid_n_31 * (unsigned)t91);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t88[e] = (int)((unsigned)t83 + (unsigned)t86[e]);
+                    for (int e = 0; e < 1; ++e) t93[e] = (kwb_tid) % 64;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t89[e] = t88[e];
+                    for (int e = 0; e < 1; ++e) t94[e] = (long long)(t93[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    t95 = (long long)(t90);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t90[e] = kwb_tid;
+                    for (int e = 0; e < 1; ++e) t97[e] = (long long)((unsigned long long)t95 + (unsigned long long)t94[e]);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t92[e] = (int)((unsigned)t85 + (unsigned)t90[e]);
+                    for (int e = 0; e < 1; ++e) t98[e] = t97[e];
+#line 34 "kernels/matmul/v7.tile"
+                    t99 = (long long)(N_4);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t93[e] = t92[e];
+                    for (int e = 0; e < 1; ++e) t101[e] = (long long)((unsigned long long)t98[e] * (unsigned long long)t99);
+#line 34 "kernels/matmul/v7.tile"
+                    t102 = (long long)(K_5);
+#line 34 "kernels/matmul/v7.tile"
+                    t103 = 0LL;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t95[e] = (int)((unsigned)t89[e] * (unsigned)N_4);
+                    for (int e = 0; e < 1; ++e) t105[e] = (t98[e] >= t103);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t107[e] = (t98[e] < t102);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t108[e] = (bool)(t105[e] & t107[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t109[e] = kwb_tid;
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t110[e] = (long long)(t109[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    t111 = (long long)(t92);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t113[e] = (long long)((unsigned long long)t111 + (unsigned long long)t110[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    #pragma unroll
+                    for (int e = 0; e < 1; ++e) t114[e] = t113[e];
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t96[e] = (int)((unsigned)(int)((unsigned)t83 + (unsigned)(((g / 256)))) * (unsigned)N_4);
+                        t115[e] = (long long)((unsigned long long)(long long)((unsigned long long)t95 + (unsigned long long)(long long)((((g / 256))))) * (unsigned long long)t99);
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t97[e] = (int)((unsigned)t85 + (unsigned)(((g % 256))));
+                        t116[e] = (long long)((unsigned long long)t111 + (unsigned long long)(long long)((((g % 256)))));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t98[e] = (int)((unsigned)t96[e] + (unsigned)t97[e]);
+                    for (int e = 0; e < 64; ++e) t117[e] = (long long)((unsigned long long)t115[e] + (unsigned long long)t116[e]);
+#line 34 "kernels/matmul/v7.tile"
+                    t118 = (long long)(N_4);
+#line 34 "kernels/matmul/v7.tile"
+                    t119 = 0LL;
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t100[e] = b_ptr_1 + t98[e];
-#line 34 "kernels/matmul/v7.tile"
-                    t101 = 0;
+                    for (int e = 0; e < 1; ++e) t121[e] = (t114[e] >= t119);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t103[e] = (t89[e] >= t101);
+                    for (int e = 0; e < 1; ++e) t123[e] = (t114[e] < t118);
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 1; ++e) t105[e] = (t89[e] < K_5);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t106[e] = (bool)(t103[e] & t105[e]);
-#line 34 "kernels/matmul/v7.tile"
-                    t107 = 0;
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t109[e] = (t93[e] >= t107);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t111[e] = (t93[e] < N_4);
-#line 34 "kernels/matmul/v7.tile"
-                    #pragma unroll
-                    for (int e = 0; e < 1; ++e) t112[e] = (bool)(t109[e] & t111[e]);
+                    for (int e = 0; e < 1; ++e) t124[e] = (bool)(t121[e] & t123[e]);
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t113[e] = (bool)(((int)((unsigned)t83 + (unsigned)(((g / 256)))) >= t101) & ((int)((unsigned)t83 + (unsigned)(((g / 256)))) < K_5));
+                        t125[e] = (bool)(((long long)((unsigned long long)t95 + (unsigned long long)(long long)((((g / 256))))) >= t103) & ((long long)((unsigned long long)t95 + (unsigned long long)(long long)((((g / 256))))) < t102));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     // recomputed in this layout
                     #pragma unroll
                     for (int e = 0; e < 64; ++e) {
                         const int g = ((e / 8) * 256 + kwb_tid) * 8 + e % 8;
-                        t114[e] = (bool)(((int)((unsigned)t85 + (unsigned)(((g % 256)))) >= t107) & ((int)((unsigned)t85 + (unsigned)(((g % 256)))) < N_4));
+                        t126[e] = (bool)(((long long)((unsigned long long)t111 + (unsigned long long)(long long)((((g % 256))))) >= t119) & ((long long)((unsigned long long)t111 + (unsigned long long)(long long)((((g % 256))))) < t118));
                     }
 #line 34 "kernels/matmul/v7.tile"
                     #pragma unroll
-                    for (int e = 0; e < 64; ++e) t115[e] = (bool)(t113[e] & t114[e]);
+                    for (int e = 0; e < 64; ++e) t127[e] = (bool)(t125[e] & t126[e]);
 #line 34 "kernels/matmul/v7.tile"
-                    t116 = __float2half_rn(0.0f);
+                    #pragma unroll
+                    for (int e = 0; e < 64; ++e) t129[e] = b_ptr_1 + t117[e];
+#line 34 "kernels/matmul/v7.tile"
+                    t130 = __float2half_rn(0.0f);
 #line 34 "kernels/matmul/v7.tile"
                     if (kwb_tid == 0) {
                         unsigned char* kwb_buf = kwb_ring + 49152 + kwb_wr0 * 32768;
-                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t85 + 0), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
-                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t85 + 64), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
-                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t85 + 128), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
-                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t85 + 192), (int)(t83), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 0), &kwb_tmap1, (int)(t92 + 0), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 8192), &kwb_tmap1, (int)(t92 + 64), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 16384), &kwb_tmap1, (int)(t92 + 128), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
+                        kwb_tma2d(kwb_smem(kwb_buf + 24576), &kwb_tmap1, (int)(t92 + 192), (int)(t90), kwb_smem(&kwb_bar0[kwb_wr0]));
                     }
                 }
             }
             kwb_wr0 = kwb_wr0 == 2 ? 0 : kwb_wr0 + 1;
 #line 35 "kernels/matmul/v7.tile"
             #pragma unroll
-            for (int e = 0; e < 128; ++e) acc_44[e] = acc_118[e];
+            for (int e = 0; e < 128; ++e) acc_44[e] = acc_132[e];
             kwb_rd0 = kwb_rd0 == 2 ? 0 : kwb_rd0 + 1;
             if (kwb_rd0 == 0) kwb_ph0 ^= 1;
         }
         kwb_wgmma_wait<0>();
         #pragma unroll
-        for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_118[e]);
+        for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_132[e]);
         #pragma unroll
         for (int e = 0; e < 128; ++e) kwb_wgmma_keep(acc_44[e]);
     }
 #line 36 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 128; ++e) c_119[e] = __float2half_rn((float)acc_44[e]);
+    for (int e = 0; e < 128; ++e) c_133[e] = __float2half_rn((float)acc_44[e]);
 #line 38 "kernels/matmul/v7.tile"
-    t120 = 128;
+    t134 = 128;
 #line 38 "kernels/matmul/v7.tile"
-    t121 = (int)((unsigned)pid_m_29 * (unsigned)t120);
-#line 38 "kernels/matmul/v7.tile"
-    #pragma unroll
-    for (int e = 0; e < 1; ++e) t122[e] = (kwb_tid) % 128;
+    t135 = (int)((unsigned)pid_m_29 * (unsigned)t134);
 #line 38 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cm_124[e] = (int)((unsigned)t121 + (unsigned)t122[e]);
+    for (int e = 0; e < 1; ++e) t136[e] = (kwb_tid) % 128;
+#line 38 "kernels/matmul/v7.tile"
+    #pragma unroll
+    for (int e = 0; e < 1; ++e) offs_cm_138[e] = (int)((unsigned)t135 + (unsigned)t136[e]);
 #line 39 "kernels/matmul/v7.tile"
-    t125 = 256;
+    t139 = 256;
 #line 39 "kernels/matmul/v7.tile"
-    t126 = (int)((unsigned)pid_n_31 * (unsigned)t125);
+    t140 = (int)((unsigned)pid_n_31 * (unsigned)t139);
 #line 39 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t127[e] = kwb_tid;
+    for (int e = 0; e < 1; ++e) t141[e] = kwb_tid;
 #line 39 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) offs_cn_129[e] = (int)((unsigned)t126 + (unsigned)t127[e]);
+    for (int e = 0; e < 1; ++e) offs_cn_143[e] = (int)((unsigned)t140 + (unsigned)t141[e]);
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t130[e] = offs_cm_124[e];
+    for (int e = 0; e < 1; ++e) t144[e] = offs_cm_138[e];
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t132[e] = (int)((unsigned)t130[e] * (unsigned)N_4);
+    for (int e = 0; e < 1; ++e) t146[e] = (int)((unsigned)t144[e] * (unsigned)N_4);
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t134[e] = c_ptr_2 + t132[e];
+    for (int e = 0; e < 1; ++e) t148[e] = c_ptr_2 + t146[e];
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t135[e] = offs_cn_129[e];
+    for (int e = 0; e < 1; ++e) t149[e] = offs_cn_143[e];
 #line 40 "kernels/matmul/v7.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t136[e] = (int)((unsigned)t126 + (unsigned)((kwb_c)));
+        t150[e] = (int)((unsigned)t140 + (unsigned)((kwb_c)));
     }
 #line 40 "kernels/matmul/v7.tile"
     // recomputed in this layout
@@ -745,30 +823,30 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t137[e] = (c_ptr_2 + (int)((unsigned)(int)((unsigned)t121 + (unsigned)((kwb_r))) * (unsigned)N_4));
+        t151[e] = (c_ptr_2 + (int)((unsigned)(int)((unsigned)t135 + (unsigned)((kwb_r))) * (unsigned)N_4));
     }
 #line 40 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 128; ++e) c_ptrs_138[e] = t137[e] + t136[e];
+    for (int e = 0; e < 128; ++e) c_ptrs_152[e] = t151[e] + t150[e];
 #line 41 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t139[e] = offs_cm_124[e];
+    for (int e = 0; e < 1; ++e) t153[e] = offs_cm_138[e];
 #line 41 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t141[e] = (t139[e] < M_3);
+    for (int e = 0; e < 1; ++e) t155[e] = (t153[e] < M_3);
 #line 41 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t142[e] = offs_cn_129[e];
+    for (int e = 0; e < 1; ++e) t156[e] = offs_cn_143[e];
 #line 41 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 1; ++e) t144[e] = (t142[e] < N_4);
+    for (int e = 0; e < 1; ++e) t158[e] = (t156[e] < N_4);
 #line 41 "kernels/matmul/v7.tile"
     // recomputed in this layout
     #pragma unroll
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t145[e] = ((int)((unsigned)t121 + (unsigned)((kwb_r))) < M_3);
+        t159[e] = ((int)((unsigned)t135 + (unsigned)((kwb_r))) < M_3);
     }
 #line 41 "kernels/matmul/v7.tile"
     // recomputed in this layout
@@ -776,11 +854,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
     for (int e = 0; e < 128; ++e) {
         [[maybe_unused]] const int kwb_r = (((kwb_tid / 32) % 8) / 1) * 16 + (e / 128) * 16 + (kwb_tid % 32) / 4 + 8 * ((e % 4) / 2);
         [[maybe_unused]] const int kwb_c = (((kwb_tid / 32) % 8) % 1) * 256 + ((e / 4) % 32) * 8 + 2 * (kwb_tid % 4) + e % 2;
-        t146[e] = ((int)((unsigned)t126 + (unsigned)((kwb_c))) < N_4);
+        t160[e] = ((int)((unsigned)t140 + (unsigned)((kwb_c))) < N_4);
     }
 #line 41 "kernels/matmul/v7.tile"
     #pragma unroll
-    for (int e = 0; e < 128; ++e) c_mask_147[e] = (bool)(t145[e] & t146[e]);
+    for (int e = 0; e < 128; ++e) c_mask_161[e] = (bool)(t159[e] & t160[e]);
 #line 42 "kernels/matmul/v7.tile"
     {
         // the tile to shared memory (the idle rings, rows of 256 + 8) and back in rows of 16-byte vectors
@@ -798,7 +876,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_kernel(__half* a_ptr_0,
         for (int e = 0; e < 128; e += 8) {
             const int kwb_r = (e / 8) * 8 + (kwb_tid * 8) / 256;
             const int kwb_c = (kwb_tid * 8) % 256;
-            kwb_st128(((c_ptr_2 + (int)((unsigned)(int)((unsigned)t121 + (unsigned)((kwb_r))) * (unsigned)N_4)) + (int)((unsigned)t126 + (unsigned)((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)((unsigned)t121 + (unsigned)((kwb_r))) < M_3) & ((int)((unsigned)t126 + (unsigned)((kwb_c))) < N_4)));
+            kwb_st128(((c_ptr_2 + (int)((unsigned)(int)((unsigned)t135 + (unsigned)((kwb_r))) * (unsigned)N_4)) + (int)((unsigned)t140 + (unsigned)((kwb_c)))), *reinterpret_cast<const uint4*>(kwb_st + (kwb_r * 264 + kwb_c) * 2), (bool)(((int)((unsigned)t135 + (unsigned)((kwb_r))) < M_3) & ((int)((unsigned)t140 + (unsigned)((kwb_c))) < N_4)));
         }
     }
 }

@@ -173,6 +173,8 @@ impl Ck<'_> {
             "zeros" | "full" | "zeros_like" => self.full(name, a),
             "load" => self.load(a),
             "make_tensor_descriptor" => self.make_tensor_descriptor(a),
+            "make_block_ptr" => self.make_block_ptr(a),
+            "advance" => self.advance(a),
             "store" => self.store(a),
             "atomic_add" | "atomic_max" | "atomic_min" | "atomic_xchg" | "atomic_cas" => {
                 self.atomic(name, a)

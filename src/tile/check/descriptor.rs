@@ -12,13 +12,14 @@
 //!      mask = 0 <= rows[:, None] < d0  &  0 <= cols[None, :] < d1, other = 0)
 //! ```
 //!
-//! so the interpreter, the PTX emulator and every GPU run it as it is; the load is also
+//! (written out by `window.rs`, in 64-bit arithmetic, as block pointers' loads are too), so
+//! the interpreter, the PTX emulator and every GPU run it as it is; the load is also
 //! recorded ([`ir::DescLoad`]) so that the CUDA writer may copy it with TMA instead.
 
 use super::emit::Ck;
 use super::expr::Args;
-use super::value::{show_type, Val};
-use crate::tile::ast::{BinaryOp, CmpOp};
+use super::value::Val;
+use super::window::Window;
 use crate::tile::ir::{self, Elem, Op, Scalar, StmtKind, Type, VarId};
 use crate::tile::span::Span;
 
@@ -132,7 +133,12 @@ impl Ck<'_> {
     }
 
     /// Each entry as an integer scalar variable (a compile-time int becomes a constant).
-    fn int_scalars(&mut self, items: &[Val], span: Span, what: &str) -> Option<Vec<VarId>> {
+    pub(super) fn int_scalars(
+        &mut self,
+        items: &[Val],
+        span: Span,
+        what: &str,
+    ) -> Option<Vec<VarId>> {
         let mut out = Vec::new();
         for v in items {
             let x = match v {
@@ -190,65 +196,26 @@ impl Ck<'_> {
     }
 
     /// The pointers of descriptor `d`'s block at `offs`, and the mask of those inside the
-    /// tensor: `base + rows[:, None] * s0 + cols[None, :]`, `0 <= rows < d0 & 0 <= cols < d1`.
+    /// tensor (`window.rs`): `base + rows[:, None] * s0 + cols[None, :]`,
+    /// `0 <= rows < d0 & 0 <= cols < d1`.
     fn desc_block(&mut self, d: usize, offs: &[VarId], span: Span) -> Option<(VarId, VarId)> {
         let desc = self.descriptors[d].clone();
-        let mut idx = Vec::new();
-        for dim in 0..RANK {
-            let n = desc.block[dim];
-            let ar = self.emit(
-                Type {
-                    elem: Elem::Scalar(Scalar::I32),
-                    shape: vec![n],
-                },
-                Op::Arange {
-                    start: 0,
-                    end: i64::from(n),
-                },
-            );
-            let Val::Var(i) = self.binary(BinaryOp::Add, Val::Var(offs[dim]), Val::Var(ar), span)
-            else {
-                return None;
-            };
-            let mut shape = vec![1; RANK];
-            shape[dim] = n;
-            let ty = Type {
-                elem: self.ty(i).elem,
-                shape,
-            };
-            let axis = if dim == 0 { 1 } else { 0 };
-            idx.push(self.emit(ty, Op::ExpandDims { src: i, axis }));
-        }
-        let rows = self.binary(
-            BinaryOp::Mul,
-            Val::Var(idx[0]),
-            Val::Var(desc.strides[0]),
-            span,
-        );
-        let off = self.binary(BinaryOp::Add, rows, Val::Var(idx[1]), span);
-        let ptr = self.binary(BinaryOp::Add, Val::Var(desc.base), off, span);
-        let mut mask = Val::Bool(true);
-        for (&i, &extent) in idx.iter().zip(&desc.shape) {
-            let lo = self.compare(CmpOp::Ge, Val::Var(i), Val::Int(0), span);
-            let hi = self.compare(CmpOp::Lt, Val::Var(i), Val::Var(extent), span);
-            let both = self.binary(BinaryOp::BitAnd, lo, hi, span);
-            mask = match mask {
-                Val::Bool(true) => both,
-                m => self.binary(BinaryOp::BitAnd, m, both, span),
-            };
-        }
-        let (Val::Var(ptr), Val::Var(mask)) = (ptr, mask) else {
-            return None;
+        let var = |v: &[VarId]| v.iter().map(|x| Val::Var(*x)).collect::<Vec<Val>>();
+        let mut strides = var(&desc.strides);
+        // The last stride is the constant 1 (`make_tensor_descriptor` checks it).
+        strides[RANK - 1] = Val::Int(1);
+        let w = Window {
+            base: desc.base,
+            shape: &var(&desc.shape),
+            strides: &strides,
+            offsets: &var(offs),
+            block: &desc.block,
+            checked: &[true; RANK],
         };
-        if self.ty(ptr).shape != desc.block {
-            let msg = format!(
-                "internal: a descriptor block of {}",
-                show_type(self.ty(ptr))
-            );
-            self.error(span, msg);
-            return None;
+        match self.window(&w, span)? {
+            (ptr, Some(mask)) => Some((ptr, mask)),
+            (_, None) => None,
         }
-        Some((ptr, self.bcast(mask, &desc.block)))
     }
 
     /// `desc.load(offsets)`: the block at `offsets`, zeros outside the tensor.

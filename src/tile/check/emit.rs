@@ -59,6 +59,10 @@ pub(super) struct Ck<'a> {
     /// `tl.make_tensor_descriptor` results and the loads through them (`descriptor.rs`).
     pub descriptors: Vec<ir::Descriptor>,
     pub desc_loads: Vec<ir::DescLoad>,
+    /// Constants the kernel defines before its first statement, wherever they were asked for
+    /// (a block pointer load's descriptor extents: a loop's body then holds no statement of
+    /// them that its pipelining would have to place).
+    pub prelude: Vec<ir::Stmt>,
     /// Which statements were checked and which left out on purpose (`reached.rs`).
     pub reached: super::reached::Reached,
     /// Module-level values once read, by unit and index in its `module.globals`
@@ -91,6 +95,7 @@ impl<'a> Ck<'a> {
             kernel,
             descriptors: Vec::new(),
             desc_loads: Vec::new(),
+            prelude: Vec::new(),
             reached: Default::default(),
             global_cache: HashMap::new(),
             evaluating_globals: Vec::new(),

@@ -215,6 +215,23 @@ impl Ck<'_> {
                     self.error(span, msg)
                 }
             },
+            Val::BlockPtr(_) if attr == "advance" => Val::Bound(Box::new(base), "advance"),
+            // Triton's is `pointer_type(block_type(elem, block))`; its `.element_ty` is used
+            // as the element dtype (`x.to(p.dtype.element_ty)`), which this gives.
+            Val::BlockPtr(b) if matches!(attr, "dtype" | "type") => match b.base {
+                Val::Var(x) => match self.ty(x).elem {
+                    Elem::Ptr(s) => Val::PtrType(s),
+                    Elem::Scalar(_) => Val::Poison,
+                },
+                _ => Val::Poison,
+            },
+            Val::BlockPtr(_) => {
+                let msg = format!(
+                    "a block pointer has no attribute `{attr}` (it has `.dtype` and `.advance`); \
+                     read it with `tl.load`"
+                );
+                self.error(span, msg)
+            }
             Val::Var(x) => match attr {
                 "T" => self.permute(x, None, span),
                 "dtype" => match self.ty(x).elem {
@@ -359,6 +376,16 @@ impl Ck<'_> {
                 v
             }
             Val::ConstexprMarker => self.constexpr_call(a),
+            Val::Bound(recv, name) => {
+                a.pos.insert(
+                    0,
+                    Arg {
+                        val: *recv,
+                        span: func.span,
+                    },
+                );
+                self.builtin(name, a)
+            }
             Val::DescMethod(d, "load") => self.desc_load(d, a),
             Val::DescMethod(d, _) => self.desc_store(d, a),
             other => {

@@ -1,13 +1,13 @@
 //! Loops: `tl.static_range` unrolls at compile time; `range`/`tl.range` and `while` become
 //! structured IR loops. A name the body assigns that already held a value is *carried* around
-//! the loop in one variable whose type may not change.
+//! the loop (`carry.rs`): its runtime parts each in one variable whose type may not change.
 
+use super::carry::{Extra, Snapshot};
 use super::emit::Ck;
-use super::value::{default_dtype, Val};
-use crate::tile::ast::{Expr, ExprKind, Stmt, StmtKind};
-use crate::tile::ir::{self, Op, Scalar, Type, VarId};
+use super::value::Val;
+use crate::tile::ast::{Expr, ExprKind, Stmt};
+use crate::tile::ir::{self, Scalar, Type, VarId};
 use crate::tile::span::Span;
-use std::collections::{BTreeSet, HashMap};
 
 /// The most iterations a `tl.static_range` loop may unroll to.
 const MAX_UNROLL: i64 = 4096;
@@ -16,130 +16,6 @@ const MAX_UNROLL: i64 = 4096;
 const MAX_VARS: usize = 1 << 20;
 
 impl Ck<'_> {
-    /// The names a loop body assigns (its targets, nested blocks included).
-    fn assigned(body: &[Stmt], out: &mut BTreeSet<String>) {
-        fn targets(e: &Expr, out: &mut BTreeSet<String>) {
-            match &e.kind {
-                ExprKind::Name(n) => {
-                    out.insert(n.clone());
-                }
-                ExprKind::Tuple(items) | ExprKind::List(items) => {
-                    items.iter().for_each(|i| targets(i, out))
-                }
-                _ => {}
-            }
-        }
-        for s in body {
-            match &s.kind {
-                StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| targets(t, out)),
-                StmtKind::AugAssign { target, .. } | StmtKind::AnnAssign { target, .. } => {
-                    targets(target, out)
-                }
-                StmtKind::If {
-                    then, otherwise, ..
-                } => {
-                    Self::assigned(then, out);
-                    Self::assigned(otherwise, out);
-                }
-                StmtKind::For { target, body, .. } => {
-                    targets(target, out);
-                    Self::assigned(body, out);
-                }
-                StmtKind::While { body, .. } => Self::assigned(body, out),
-                _ => {}
-            }
-        }
-    }
-
-    /// Before a runtime loop: each name the body assigns that already holds a number gets one
-    /// variable that carries it around the loop.
-    fn carry_in(
-        &mut self,
-        body: &[Stmt],
-        exclude: Option<&str>,
-    ) -> (Vec<(String, VarId)>, BTreeSet<String>) {
-        let mut names = BTreeSet::new();
-        Self::assigned(body, &mut names);
-        let mut carried = Vec::new();
-        for n in &names {
-            if Some(n.as_str()) == exclude {
-                continue;
-            }
-            let Some(v) = self.env.get(n).cloned() else {
-                continue;
-            };
-            let ty = match &v {
-                Val::Var(x) => self.ty(*x).clone(),
-                v if v.is_number() => Type::scalar(default_dtype(v).unwrap_or(Scalar::I32)),
-                _ => continue,
-            };
-            let c = self.new_var(ty.clone(), Some(n.clone()));
-            if let Some(x) = self.coerce_to(&v, &ty) {
-                self.push(ir::StmtKind::Assign {
-                    dst: c,
-                    op: Op::Copy(x),
-                });
-            }
-            self.env.insert(n.clone(), Val::Var(c));
-            carried.push((n.clone(), c));
-        }
-        (carried, names)
-    }
-
-    /// At the end of a loop body: each carried name's new value goes back into its variable.
-    fn carry_out(&mut self, carried: &[(String, VarId)]) {
-        if self.stop {
-            return;
-        }
-        for (n, c) in carried {
-            let Some(v) = self.env.get(n).cloned() else {
-                continue;
-            };
-            if v == Val::Var(*c) || v == Val::Poison {
-                continue;
-            }
-            let ty = self.ty(*c).clone();
-            match self.coerce_to(&v, &ty) {
-                Some(x) => self.push(ir::StmtKind::Assign {
-                    dst: *c,
-                    op: Op::Copy(x),
-                }),
-                None => {
-                    let span = self.here();
-                    let msg = format!(
-                        "`{n}` is carried around the loop as {} but the body assigns it {}; a loop-carried variable keeps its type (convert with `.to(...)`)",
-                        super::emit::a_type(&ty),
-                        self.show(&v)
-                    );
-                    self.error(span, msg);
-                }
-            }
-        }
-    }
-
-    /// After a runtime loop: carried names hold their variables; names first assigned inside
-    /// the loop are not usable after it.
-    fn after_loop(
-        &mut self,
-        before: HashMap<String, Val>,
-        carried: &[(String, VarId)],
-        names: &BTreeSet<String>,
-        line: u32,
-    ) {
-        self.env = before;
-        for (n, c) in carried {
-            self.env.insert(n.clone(), Val::Var(*c));
-        }
-        for n in names {
-            if !self.env.contains_key(n) {
-                self.gone.insert(
-                    n.clone(),
-                    format!("`{n}` is assigned only inside the loop at line {line}; assign it before the loop to use it after"),
-                );
-            }
-        }
-    }
-
     pub(super) fn for_stmt(&mut self, target: &Expr, iter: &Expr, body: &[Stmt], span: Span) {
         let ExprKind::Name(var_name) = &target.kind else {
             self.error(target.span, "a `for` loop's target must be a single name");
@@ -301,17 +177,25 @@ impl Ck<'_> {
         }
         let loc = self.loc;
         let before = self.env.clone();
-        let (carried, names) = self.carry_in(body, Some(name));
-        let var = self.new_var(Type::scalar(dtype), Some(name.to_string()));
-        self.gone.remove(name);
-        self.env.insert(name.to_string(), Val::Var(var));
-        self.depth += 1;
-        self.blocks.push(Vec::new());
-        self.stmts(body);
-        self.carry_out(&carried);
-        self.stop = false;
-        let body_ir = self.blocks.pop().unwrap_or_default();
-        self.depth -= 1;
+        let snap = self.snapshot();
+        let mut extra = Extra::new();
+        let (var, carried, names, body_ir) = loop {
+            let (carried, names) = self.carry_in(body, Some(name), &extra);
+            let var = self.new_var(Type::scalar(dtype), Some(name.to_string()));
+            self.gone.remove(name);
+            self.env.insert(name.to_string(), Val::Var(var));
+            self.depth += 1;
+            self.blocks.push(Vec::new());
+            self.stmts(body);
+            let missed = self.carry_out(&carried);
+            self.stop = false;
+            let body_ir = self.blocks.pop().unwrap_or_default();
+            self.depth -= 1;
+            if self.again(&snap, &mut extra, missed) {
+                continue;
+            }
+            break (var, carried, names, body_ir);
+        };
         self.after_loop(before, &carried, &names, loc.line);
         if let (true, [start, end, step]) = (ok, vars.as_slice()) {
             self.loc = loc;
@@ -330,10 +214,40 @@ impl Ck<'_> {
     pub(super) fn while_stmt(&mut self, cond: &Expr, body: &[Stmt]) {
         let loc = self.loc;
         let before = self.env.clone();
-        let (carried, names) = self.carry_in(body, None);
-        self.blocks.push(Vec::new());
+        let snap = self.snapshot();
+        let mut extra = Extra::new();
+        let (carried, names, cond_ir, cv, body_ir) = loop {
+            let (carried, names) = self.carry_in(body, None, &extra);
+            self.blocks.push(Vec::new());
+            let cv = self.while_cond(cond);
+            let cond_ir = self.blocks.pop().unwrap_or_default();
+            self.depth += 1;
+            self.blocks.push(Vec::new());
+            self.stmts(body);
+            let missed = self.carry_out(&carried);
+            self.stop = false;
+            let body_ir = self.blocks.pop().unwrap_or_default();
+            self.depth -= 1;
+            if self.again(&snap, &mut extra, missed) {
+                continue;
+            }
+            break (carried, names, cond_ir, cv, body_ir);
+        };
+        self.after_loop(before, &carried, &names, loc.line);
+        if let Some(cond) = cv {
+            self.loc = loc;
+            self.push(ir::StmtKind::While {
+                cond_body: cond_ir,
+                cond,
+                body: body_ir,
+            });
+        }
+    }
+
+    /// A `while` loop's condition, as a scalar boolean variable.
+    fn while_cond(&mut self, cond: &Expr) -> Option<VarId> {
         let c = self.eval(cond);
-        let cv = match c {
+        match c {
             Val::Var(x) if self.ty(x).is_tile() => {
                 self.error(
                     cond.span,
@@ -354,23 +268,19 @@ impl Ck<'_> {
                 self.error(cond.span, msg);
                 None
             }
-        };
-        let cond_ir = self.blocks.pop().unwrap_or_default();
-        self.depth += 1;
-        self.blocks.push(Vec::new());
-        self.stmts(body);
-        self.carry_out(&carried);
-        self.stop = false;
-        let body_ir = self.blocks.pop().unwrap_or_default();
-        self.depth -= 1;
-        self.after_loop(before, &carried, &names, loc.line);
-        if let Some(cond) = cv {
-            self.loc = loc;
-            self.push(ir::StmtKind::While {
-                cond_body: cond_ir,
-                cond,
-                body: body_ir,
-            });
         }
+    }
+
+    /// Whether to check a loop's body again, from `snap`, because it changed parts that
+    /// were not carried (`missed`): they are added to `extra`. A part is added once, so the
+    /// body is checked at most once more for each.
+    fn again(&mut self, snap: &Snapshot, extra: &mut Extra, missed: Extra) -> bool {
+        let new: Vec<_> = missed.into_iter().filter(|m| !extra.contains(m)).collect();
+        if new.is_empty() {
+            return false;
+        }
+        extra.extend(new);
+        self.restore(snap);
+        true
     }
 }

@@ -225,13 +225,11 @@ impl Ck<'_> {
         let Some(s) = self.bind("load", a, params, 1) else {
             return Val::Poison;
         };
-        if !matches!(Self::val(&s, 3), Val::None | Val::Tuple(_))
-            || matches!(Self::val(&s, 3), Val::Tuple(ref t) if !t.is_empty())
-        {
-            return self.error(
-                Self::span_of(&s, 3, span),
-                "`boundary_check` (block pointers) is not supported",
-            );
+        if let Val::BlockPtr(bp) = Self::val(&s, 0) {
+            return self.block_ptr_load(&bp, &s, span);
+        }
+        if !self.block_ptr_only(&s, &[(3, "boundary_check"), (4, "padding_option")], span) {
+            return Val::Poison;
         }
         let Some((ptr, pointee)) =
             self.pointer(&Self::val(&s, 0), Self::span_of(&s, 0, span), "tl.load")
@@ -367,6 +365,12 @@ impl Ck<'_> {
         let Some(s) = self.bind("store", a, params, 2) else {
             return Val::None;
         };
+        if let Val::BlockPtr(bp) = Self::val(&s, 0) {
+            return self.block_ptr_store(&bp, &s, span);
+        }
+        if !self.block_ptr_only(&s, &[(3, "boundary_check")], span) {
+            return Val::None;
+        }
         let Some((ptr, pointee)) =
             self.pointer(&Self::val(&s, 0), Self::span_of(&s, 0, span), "tl.store")
         else {

@@ -4,12 +4,16 @@
 //! inlines calls to the file's other `@triton.jit` functions, reporting every error it finds
 //! (a failed expression is poisoned so it does not cascade).
 
+mod block_ptr;
+mod block_ptr_access;
 mod builtins;
+mod carry;
 mod descriptor;
 mod dot;
 mod elementwise;
 mod emit;
 mod expr;
+mod flatten;
 mod fold;
 mod globals;
 mod libdevice;
@@ -28,6 +32,7 @@ mod standard;
 mod stmt;
 mod units;
 mod value;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -201,12 +206,14 @@ fn check_kernel(
     let params = ck.bind_kernel(func, req);
     ck.stmts(&func.body);
     ck.every_statement_reached(&func.body);
+    let mut body = std::mem::take(&mut ck.prelude);
+    body.extend(ck.blocks.pop().unwrap_or_default());
     let kernel = ir::Kernel {
         name: req.name.clone(),
         file: path.clone(),
         params,
         vars: std::mem::take(&mut ck.vars),
-        body: ck.blocks.pop().unwrap_or_default(),
+        body,
         num_warps: req.num_warps,
         sums: req.sums,
         loc: lines.loc(source, func.def_span.start),

@@ -88,6 +88,8 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "cast",
     "next_power_of_2",
     "make_tensor_descriptor",
+    "make_block_ptr",
+    "advance",
     "pointer_type",
 ];
 

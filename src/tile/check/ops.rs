@@ -23,6 +23,14 @@ impl Ck<'_> {
             };
             return self.dot((l, span), (r, span), opts, span);
         }
+        if matches!(l, Val::BlockPtr(_)) || matches!(r, Val::BlockPtr(_)) {
+            let msg = format!(
+                "`{}` on a block pointer: it is not a tile of pointers, so it takes no \
+                 arithmetic; move it with `tl.advance(p, offsets)`",
+                op.symbol()
+            );
+            return self.error(span, msg);
+        }
         if l.is_number() && r.is_number() {
             return match fold::binary(op, &l, &r) {
                 Ok(v) => v,

@@ -217,7 +217,7 @@ impl Ck<'_> {
                     self.env.insert(k, v);
                 }
                 _ => {
-                    let merged = self.merge(&k, &sides, &mut blocks, line);
+                    let merged = self.merge_parts(&k, &sides, &mut blocks, line);
                     self.env.insert(k, merged);
                 }
             }
@@ -247,7 +247,7 @@ impl Ck<'_> {
 
     /// One variable for a name that two branches set differently: each branch copies its value
     /// into it at its end.
-    fn merge(
+    pub(super) fn merge(
         &mut self,
         name: &str,
         sides: &[(usize, &Val)],

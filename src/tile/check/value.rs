@@ -37,6 +37,11 @@ pub(super) enum Val {
     Desc(usize),
     /// A descriptor's method (`desc.load`).
     DescMethod(usize, &'static str),
+    /// A block pointer (`tl.make_block_ptr`), with its runtime parts (`block_ptr.rs`).
+    BlockPtr(Box<BlockPtr>),
+    /// A method bound to a compile-time value (`block_ptr.advance`): called with the value
+    /// as its first argument.
+    Bound(Box<Val>, &'static str),
     /// A `@triton.jit` function, called inline: its file (`units.rs`) and its index among
     /// that file's functions.
     Jit(usize, usize),
@@ -44,6 +49,21 @@ pub(super) enum Val {
     ConstexprMarker,
     /// The result of an expression that already failed: it stops cascades of errors.
     Poison,
+}
+
+/// A block pointer: the `block`-shaped window at `offsets` into the tensor of `shape` with
+/// `strides` (in elements) at `base`. `base` is a pointer variable; `shape`, `strides` and
+/// `offsets` hold one integer per dimension, each a scalar variable or a compile-time int
+/// (offsets int32 unless given 64-bit, as in Triton; shapes and strides as given, which loads
+/// widen to int64 as Triton's are). `block` and `order` are fixed at compile time.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BlockPtr {
+    pub base: Val,
+    pub shape: Vec<Val>,
+    pub strides: Vec<Val>,
+    pub offsets: Vec<Val>,
+    pub block: Vec<u32>,
+    pub order: Vec<u32>,
 }
 
 impl Val {
@@ -68,8 +88,14 @@ impl Val {
             Val::Module(m) => format!("the module `{m}`"),
             Val::Unit(_) => "a module of another file".to_string(),
             Val::Builtin(b) => format!("the function `{}`", display_builtin(b)),
-            Val::Method(_, m) | Val::DescMethod(_, m) => format!("the method `.{m}`"),
+            Val::Method(_, m) | Val::DescMethod(_, m) | Val::Bound(_, m) => {
+                format!("the method `.{m}`")
+            }
             Val::Desc(_) => "a tensor descriptor".to_string(),
+            Val::BlockPtr(b) => format!(
+                "a block pointer (`tl.make_block_ptr`) of block {}",
+                show_shape(&b.block)
+            ),
             Val::Jit(..) => "a `@triton.jit` function".to_string(),
             Val::ConstexprMarker => "`tl.constexpr`".to_string(),
             Val::Poison => "an erroneous value".to_string(),
