@@ -281,14 +281,14 @@ pub fn flag(b: bool) -> ConstValue {
 
 #[path = "tile_scan_rand/atomic.rs"]
 mod atomic;
+#[path = "tile_scan_rand/block_ptr.rs"]
+mod block_ptr;
 #[path = "tile_scan_rand/calls.rs"]
 mod calls;
 #[path = "tile_scan_rand/dependent_launch.rs"]
 mod dependent_launch;
 #[path = "tile_scan_rand/int_dot.rs"]
 mod int_dot;
-#[path = "tile_scan_rand/block_ptr.rs"]
-mod block_ptr;
 #[path = "tile_scan_rand/misc.rs"]
 mod misc;
 #[path = "tile_scan_rand/random.rs"]
