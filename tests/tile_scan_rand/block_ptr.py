@@ -117,3 +117,13 @@ def k(x_ptr, w_ptr, y_ptr, M, N, K, CASE: tl.constexpr, BM: tl.constexpr, BN: tl
             b = tl.advance(b, (BK, 0))
         c = tl.make_block_ptr(y_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
         tl.store(c, acc, boundary_check=(0, 1))
+    if CASE == 10:
+        # Three dimensions: x as a 2 x M x N tensor, dimensions 1 and 2 checked; written to y
+        # through a block pointer of y's 2 x BM x BN, advanced along dimension 0.
+        p = tl.make_block_ptr(x_ptr, (2, M, N), (M * N, N, 1), (0, 1, 2), (2, BM, BN), (2, 1, 0))
+        v = tl.load(p, boundary_check=(1, 2))
+        q = tl.make_block_ptr(y_ptr, (2, BM, BN), (BM * BN, BN, 1), (0, 0, 0), (1, BM, BN),
+                              (2, 1, 0))
+        w = tl.load(tl.advance(p, (1, 0, 0)), boundary_check=(0, 1, 2))
+        tl.store(q, tl.sum(v, axis=0)[None, :, :])
+        tl.store(q.advance((1, 0, 0)), tl.max(w, axis=0)[None, :, :], boundary_check=(0, ))

@@ -2,7 +2,7 @@
 //! `boundary_check` on both dimensions, on one, with `padding_option="nan"`, through a
 //! transposed (`order=(0, 1)`) view, a store at a ragged edge, a matmul advancing two block
 //! pointers (and again with the accumulator in the dot, which sm_90 copies with TMA), a 1-D
-//! block pointer in a `while` loop, block pointers through `@triton.jit` helpers and a runtime
+//! block pointer in a `while` loop, a 3-D one, block pointers through `@triton.jit` helpers and a runtime
 //! `if`, and a tuple carried around a loop; the misuses kwb refuses; and the PTX emulator
 //! running kwb's CUDA agreeing with the interpreter.
 //!
@@ -148,6 +148,21 @@ const EXPECTED: &[Expect] = &[
             -22.5, -20.5, -15.0, -10.0, -9.0, -4.5, -4.0, 0.0, -8.5, -6.5, -4.5, -3.0, -2.0, -1.0,
             -0.5, 0.0, 5.5, 7.5, 6.0, 4.0, 5.0, 2.5, 3.0, 0.0, 19.5, 21.5, 16.5, 11.0, 12.0, 6.0,
             6.5, 0.0,
+        ],
+    ),
+    // Three dimensions: x as 2 x 3 x 5, dimensions 1 and 2 checked (the sum over dimension 0),
+    // then moved one along dimension 0, all checked (the max with the zeros past it).
+    (
+        10,
+        [3, 5, 0],
+        [4, 8, 1],
+        64,
+        0.0,
+        &[
+            0.5, 1.5, 2.5, 0.0, 0.0, 0.0, 0.0, 0.0, 5.5, 6.5, 7.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 4.0, 4.5,
+            5.0, 0.0, 0.0, 0.0, 0.0, 0.0, 6.5, 7.0, 7.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
         ],
     ),
     // A tuple carried around a loop of K = 3, and a block pointer re-made with a new base.

@@ -155,3 +155,79 @@ impl Ck<'_> {
         with_leaves(a, &mut merged.into_iter())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile::ir::VarId;
+
+    fn bp(block: Vec<u32>, order: Vec<u32>, offsets: Vec<Val>) -> Val {
+        Val::BlockPtr(Box::new(BlockPtr {
+            base: Val::Var(VarId(0)),
+            shape: vec![Val::Var(VarId(1)), Val::Int(64)],
+            strides: vec![Val::Var(VarId(2)), Val::Int(1)],
+            offsets,
+            block,
+            order,
+        }))
+    }
+
+    #[test]
+    fn block_pointer_leaves_are_its_runtime_parts_and_only_offsets_always_travel() {
+        let p = bp(
+            vec![16, 32],
+            vec![1, 0],
+            vec![Val::Var(VarId(3)), Val::Int(0)],
+        );
+        let l = leaves(&p);
+        assert_eq!(l.len(), 7);
+        let steady: Vec<bool> = l.iter().map(|x| x.steady).collect();
+        assert_eq!(steady, [true, true, true, true, true, false, false]);
+        assert_eq!(l[6].path, "'s offsets[1]");
+        // Replacing the leaves in order gives the same skeleton with the new parts.
+        let vars = (10..17).map(|i| Val::Var(VarId(i)));
+        let q = with_leaves(&p, &mut vars.into_iter());
+        assert_eq!(skeleton(&p), skeleton(&q));
+        let Val::BlockPtr(b) = q else { panic!() };
+        assert_eq!(b.offsets[1], Val::Var(VarId(16)));
+        assert_eq!(b.block, vec![16, 32]);
+    }
+
+    #[test]
+    fn tuples_take_apart_item_by_item_and_keep_compile_time_items() {
+        let t = Val::Tuple(vec![Val::Var(VarId(0)), Val::Str("a".into()), Val::Int(2)]);
+        let l = leaves(&t);
+        let paths: Vec<&str> = l.iter().map(|x| x.path.as_str()).collect();
+        assert_eq!(paths, ["[0]", "[2]"]);
+        let u = Val::Tuple(vec![Val::Var(VarId(5)), Val::Str("a".into()), Val::Int(3)]);
+        assert_eq!(skeleton(&t), skeleton(&u));
+        let v = Val::Tuple(vec![Val::Var(VarId(5)), Val::Str("b".into()), Val::Int(3)]);
+        assert_ne!(skeleton(&t), skeleton(&v));
+        // A number and `None` differ at compile time (one is a runtime part).
+        assert_ne!(skeleton(&Val::Int(3)), skeleton(&Val::None));
+    }
+
+    #[test]
+    fn mismatches_name_the_first_compile_time_difference() {
+        let off = || vec![Val::Int(0), Val::Int(0)];
+        let a = bp(vec![16, 32], vec![1, 0], off());
+        let b = bp(vec![16, 64], vec![1, 0], off());
+        let c = bp(vec![16, 32], vec![0, 1], off());
+        let m = |x: &Val, y: &Val| mismatch(x, y).unwrap_or_default();
+        assert_eq!(
+            m(&a, &b),
+            "is a block pointer of block [16, 32] and one of block [16, 64]"
+        );
+        assert_eq!(
+            m(&a, &c),
+            "is a block pointer of order [1, 0] and one of order [0, 1]"
+        );
+        assert_eq!(
+            mismatch(&a, &bp(vec![16, 32], vec![1, 0], vec![Val::Int(5); 2])),
+            None
+        );
+        let t2 = Val::Tuple(vec![Val::Int(1); 2]);
+        let t3 = Val::Tuple(vec![Val::Int(1); 3]);
+        assert_eq!(m(&t2, &t3), "is a tuple of 2 and a tuple of 3");
+    }
+}
