@@ -80,22 +80,28 @@ fn int8_dots_give_exact_int32_sums_that_wrap() {
     assert!(wrapped.count() > 0, "the case must make some sums wrap");
 }
 
+/// The buffers of `DOT` at M x N x K: int8 operands over their whole range, int32
+/// accumulators near both ends of int32 (so that sums wrap), and the output.
+fn operands(m: usize, n: usize, k: usize) -> [EmuBuf<'static>; 4] {
+    [
+        EmuBuf("a", "i8", m * k, false, "{uniform: [-128, 128]}"),
+        EmuBuf("b", "i8", k * n, false, "{uniform: [-128, 128]}"),
+        EmuBuf(
+            "c",
+            "i32",
+            m * n,
+            false,
+            "{uniform: [-2147483000, 2147483000]}",
+        ),
+        EmuBuf("y", "i32", m * n, true, ""),
+    ]
+}
+
 #[test]
 fn int8_dots_agree_with_the_emulator_bit_for_bit() {
     for (m, n, k, warps) in [(16, 16, 32, 1), (32, 64, 64, 4), (64, 32, 128, 8)] {
         let cx = format!("M: {m}, N: {n}, K: {k}");
-        let bufs = [
-            EmuBuf("a", "i8", m * k, false, "{uniform: [-128, 128]}"),
-            EmuBuf("b", "i8", k * n, false, "{uniform: [-128, 128]}"),
-            EmuBuf(
-                "c",
-                "i32",
-                m * n,
-                false,
-                "{uniform: [-2147483000, 2147483000]}",
-            ),
-            EmuBuf("y", "i32", m * n, true, ""),
-        ];
+        let bufs = operands(m, n, k);
         emulator_check(DOT, &cx, warps, &bufs, "a, b, c, y", None);
     }
 }
@@ -137,18 +143,14 @@ def k(x_ptr, y_ptr):
 fn int8_dots_on_a_gpu_give_the_interpreters_values() {
     for (m, n, k, warps) in [(16, 16, 32, 1), (64, 64, 128, 4)] {
         let cx = format!("M: {m}, N: {n}, K: {k}");
+        // `gpu_check` wants an input `x` of the output's shape (its placeholder reference).
+        let [a, b, c, y] = operands(m, n, k);
         let bufs = [
-            EmuBuf("a", "i8", m * k, false, "{uniform: [-128, 128]}"),
-            EmuBuf("b", "i8", k * n, false, "{uniform: [-128, 128]}"),
-            EmuBuf(
-                "c",
-                "i32",
-                m * n,
-                false,
-                "{uniform: [-2147483000, 2147483000]}",
-            ),
+            a,
+            b,
+            c,
             EmuBuf("x", "i32", m * n, false, "{constant: 0}"),
-            EmuBuf("y", "i32", m * n, true, ""),
+            y,
         ];
         crate::gpu_check(DOT, &cx, warps, &bufs, "a, b, c, y");
     }

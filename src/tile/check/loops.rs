@@ -2,7 +2,7 @@
 //! structured IR loops. A name the body assigns that already held a value is *carried* around
 //! the loop (`carry.rs`): its runtime parts each in one variable whose type may not change.
 
-use super::carry::{Extra, Snapshot};
+use super::carry::{Carried, Extra, Snapshot};
 use super::emit::Ck;
 use super::value::Val;
 use crate::tile::ast::{Expr, ExprKind, Stmt};
@@ -184,13 +184,7 @@ impl Ck<'_> {
             let var = self.new_var(Type::scalar(dtype), Some(name.to_string()));
             self.gone.remove(name);
             self.env.insert(name.to_string(), Val::Var(var));
-            self.depth += 1;
-            self.blocks.push(Vec::new());
-            self.stmts(body);
-            let missed = self.carry_out(&carried);
-            self.stop = false;
-            let body_ir = self.blocks.pop().unwrap_or_default();
-            self.depth -= 1;
+            let (missed, body_ir) = self.loop_body(body, &carried);
             if self.again(&snap, &mut extra, missed) {
                 continue;
             }
@@ -211,6 +205,19 @@ impl Ck<'_> {
         let _ = span;
     }
 
+    /// Checks a runtime loop's body one level deeper: the carried values it failed to carry
+    /// (for [`Self::again`]) and its IR.
+    fn loop_body(&mut self, body: &[Stmt], carried: &[Carried]) -> (Extra, Vec<ir::Stmt>) {
+        self.depth += 1;
+        self.blocks.push(Vec::new());
+        self.stmts(body);
+        let missed = self.carry_out(carried);
+        self.stop = false;
+        let body_ir = self.blocks.pop().unwrap_or_default();
+        self.depth -= 1;
+        (missed, body_ir)
+    }
+
     pub(super) fn while_stmt(&mut self, cond: &Expr, body: &[Stmt]) {
         let loc = self.loc;
         let before = self.env.clone();
@@ -221,13 +228,7 @@ impl Ck<'_> {
             self.blocks.push(Vec::new());
             let cv = self.while_cond(cond);
             let cond_ir = self.blocks.pop().unwrap_or_default();
-            self.depth += 1;
-            self.blocks.push(Vec::new());
-            self.stmts(body);
-            let missed = self.carry_out(&carried);
-            self.stop = false;
-            let body_ir = self.blocks.pop().unwrap_or_default();
-            self.depth -= 1;
+            let (missed, body_ir) = self.loop_body(body, &carried);
             if self.again(&snap, &mut extra, missed) {
                 continue;
             }
