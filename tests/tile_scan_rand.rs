@@ -287,6 +287,8 @@ mod block_ptr;
 mod calls;
 #[path = "tile_scan_rand/dependent_launch.rs"]
 mod dependent_launch;
+#[path = "tile_scan_rand/dot_nan.rs"]
+mod dot_nan;
 #[path = "tile_scan_rand/int_dot.rs"]
 mod int_dot;
 #[path = "tile_scan_rand/misc.rs"]

@@ -51,9 +51,7 @@ pub(super) fn dot(
     for i in 0..m {
         let row = &mut o[i * n..(i + 1) * n];
         for (kk, &xv) in x[i * k..(i + 1) * k].iter().enumerate() {
-            if xv == 0.0 {
-                continue;
-            }
+            // No skip of zero `xv`: 0 * inf and 0 * NaN are NaN, as on the tensor cores.
             for (r, &yv) in row.iter_mut().zip(&y[kk * n..(kk + 1) * n]) {
                 *r += xv * yv;
             }
