@@ -291,6 +291,8 @@ mod dependent_launch;
 mod dot_nan;
 #[path = "tile_scan_rand/int_dot.rs"]
 mod int_dot;
+#[path = "tile_scan_rand/library_forms.rs"]
+mod library_forms;
 #[path = "tile_scan_rand/misc.rs"]
 mod misc;
 #[path = "tile_scan_rand/random.rs"]

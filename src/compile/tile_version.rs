@@ -214,11 +214,15 @@ impl Compiler {
                 return out;
             }
         };
-        let tiled = tile::compile_for(
+        let tiled = tile::compile_with(
             &v.file,
             source,
             &req,
             tile::Target::sm(self.arch.sm()).with_persistent(v.persistent),
+            &tile::PythonEnv {
+                path: v.python_path.clone(),
+                globals: v.python_globals.clone(),
+            },
         );
         out.diagnostics.extend(tiled.diagnostics);
         // Imported helper files: watched like a CUDA version's headers.

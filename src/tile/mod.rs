@@ -185,7 +185,32 @@ pub fn compile_for(
     requests: &[KernelRequest],
     target: Target,
 ) -> Compiled {
-    let (kernels, diagnostics, imports) = check::check_with_imports(path, source, requests);
+    compile_with(path, source, requests, target, &PythonEnv::default())
+}
+
+/// What a kernel's names resolve to beyond its own file's text, as the Python program that
+/// ran it had them (`kwb capture` records both).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PythonEnv {
+    /// Folders where absolute imports are also looked for, after the file's own folders
+    /// (as `sys.path`).
+    pub path: Vec<std::path::PathBuf>,
+    /// Names of the kernel's module bound at run time to Triton objects, by dotted path
+    /// (`_isnan` → `triton.language.extra.cuda.libdevice.isnan`): they replace the file's own
+    /// binding of that name (a library that fills a generated module's namespace, or binds
+    /// an alias through a call kwb cannot evaluate).
+    pub globals: Vec<(String, String)>,
+}
+
+/// [`compile_for`], with the names the kernel's Python environment gave it ([`PythonEnv`]).
+pub fn compile_with(
+    path: &Path,
+    source: &str,
+    requests: &[KernelRequest],
+    target: Target,
+    env: &PythonEnv,
+) -> Compiled {
+    let (kernels, diagnostics, imports) = check::check_with_imports(path, source, requests, env);
     if diagnostics.iter().any(Diagnostic::is_error) {
         return Compiled {
             imports,

@@ -152,6 +152,13 @@ pub struct Version {
     pub triton: Option<(u32, u32)>,
     /// Triton's `enable_fp_fusion` (default true): products may be contracted into sums.
     pub fp_fusion: bool,
+    /// Tile-language versions: folders where the kernel's absolute imports are also looked
+    /// for, as Python's `sys.path` (`kwb capture` records the program's).
+    pub python_path: Vec<PathBuf>,
+    /// Tile-language versions: names of the kernel's module bound at run time to Triton
+    /// objects (`_isnan: triton.language.extra.cuda.libdevice.isnan`), which replace the
+    /// file's own (`kwb capture` records them).
+    pub python_globals: Vec<(String, String)>,
 }
 
 /// Another tool's time for a version's launch: Triton's own kernel, as `kwb capture` recorded
@@ -382,6 +389,8 @@ impl Workspace {
                 baseline: None,
                 triton: None,
                 fp_fusion: true,
+                python_path: Vec::new(),
+                python_globals: Vec::new(),
             }],
             sweeps: Vec::new(),
             spans: SpanIndex::default(),

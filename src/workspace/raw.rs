@@ -159,6 +159,14 @@ pub struct RawVersion {
     /// Triton's launch option of the same name: `false` rounds every product and sum on its
     /// own (NVRTC `--fmad=false`) instead of contracting `a * b + c` into a fused multiply-add.
     pub enable_fp_fusion: Option<bool>,
+    /// Tile-language versions: folders (relative to the workspace) where the kernel's
+    /// absolute imports are also looked for, as Python's `sys.path`.
+    #[serde(default)]
+    pub python_path: Vec<String>,
+    /// Tile-language versions: names of the kernel's module bound at run time to Triton
+    /// objects, by dotted path.
+    #[serde(default)]
+    pub python_globals: IndexMap<String, String>,
     /// Another tool's time for the same launch (Triton's, recorded by `kwb capture`), shown
     /// beside kwb's own.
     pub baseline: Option<RawBaseline>,

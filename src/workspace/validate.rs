@@ -605,6 +605,8 @@ impl Validator<'_> {
                 ),
             }
         });
+        let python_path = self.python_path(&field, kind, &rv.python_path);
+        self.python_globals(&field, kind, &rv.python_globals);
         if self.diags.len() > errors_before {
             return None;
         }
@@ -633,6 +635,8 @@ impl Validator<'_> {
             baseline,
             triton,
             fp_fusion: rv.enable_fp_fusion != Some(false),
+            python_path,
+            python_globals: rv.python_globals.clone().into_iter().collect(),
         })
     }
 

@@ -110,3 +110,59 @@ impl Validator<'_> {
         }
     }
 }
+
+impl Validator<'_> {
+    /// A tile version's `python_path`: folders relative to the workspace, each one that
+    /// exists (a folder that is gone is skipped, as Python skips it on `sys.path`).
+    pub(super) fn python_path(
+        &mut self,
+        field: &str,
+        kind: SourceKind,
+        raw: &[String],
+    ) -> Vec<std::path::PathBuf> {
+        if raw.is_empty() {
+            return Vec::new();
+        }
+        if !kind.is_tile() {
+            self.err::<()>(
+                &format!("{field}.python_path"),
+                "`python_path` is for tile-language versions (.tile, .py): it says where their imports are; a CUDA version sets `options: [-I…]`".into(),
+            );
+            return Vec::new();
+        }
+        raw.iter()
+            .map(|p| super::normalize(&self.dir.join(p)))
+            .filter(|p| p.is_dir())
+            .collect()
+    }
+}
+
+impl Validator<'_> {
+    /// A tile version's `python_globals`: each a name and a dotted path of identifiers.
+    pub(super) fn python_globals(
+        &mut self,
+        field: &str,
+        kind: SourceKind,
+        raw: &indexmap::IndexMap<String, String>,
+    ) {
+        if raw.is_empty() {
+            return;
+        }
+        let f = format!("{field}.python_globals");
+        if !kind.is_tile() {
+            self.err::<()>(
+                &f,
+                "`python_globals` is for tile-language versions (.tile, .py)".into(),
+            );
+            return;
+        }
+        for (name, dotted) in raw {
+            if !is_identifier(name) || !dotted.split('.').all(is_identifier) {
+                self.err::<()>(
+                    &format!("{f}.{name}"),
+                    format!("`{name}: {dotted}` must be a name and a dotted path such as `triton.language.extra.cuda.libdevice.isnan`"),
+                );
+            }
+        }
+    }
+}

@@ -55,12 +55,9 @@ impl Ck<'_> {
                 return self.error(at(0), msg);
             }
         };
-        if self.ty(base).elem == Elem::Ptr(Scalar::I1) {
-            return self.error(
-                at(0),
-                "block pointers to `tl.int1` are not supported (Triton reads them as int8)",
-            );
-        }
+        // As Triton, a block pointer to `tl.int1` is one to `tl.int8`: bools are stored as
+        // bytes, so its loads give int8 and its `.type.element_ty` is int8
+        // (`block_ptr_access.rs` converts at the loads and stores).
         let block_items = entries(Self::val(&s, 4));
         let rank = block_items.len();
         if rank == 0 {

@@ -95,9 +95,10 @@ impl Ck<'_> {
         else {
             return Val::Poison;
         };
-        let Elem::Ptr(pointee) = self.ty_of_base(bp) else {
+        let Elem::Ptr(stored) = self.ty_of_base(bp) else {
             return Val::Poison;
         };
+        let pointee = as_seen(stored);
         let pad_span = Self::span_of(s, 4, span);
         let pad = match Self::val(s, 4) {
             Val::None => Val::Int(0),
@@ -127,14 +128,18 @@ impl Ck<'_> {
             return Val::Poison;
         };
         let other = match mask {
-            Some(_) => self.as_dtype(&pad, pointee),
+            Some(_) => self.as_dtype(&pad, stored),
             None => None,
         };
         let ty = Type {
-            elem: Elem::Scalar(pointee),
+            elem: Elem::Scalar(stored),
             shape: bp.block.clone(),
         };
         let dst = self.emit(ty, Op::Load { ptr, mask, other });
+        if stored != pointee {
+            // Bytes of a bool buffer read as int8: 0 or 1, as Triton reads them.
+            return Val::Var(self.cast(dst, pointee));
+        }
         if let Some((desc, offsets)) = tma {
             self.descriptors.push(desc);
             self.desc_loads.push(ir::DescLoad {
@@ -202,9 +207,10 @@ impl Ck<'_> {
         else {
             return Val::None;
         };
-        let Elem::Ptr(pointee) = self.ty_of_base(bp) else {
+        let Elem::Ptr(stored) = self.ty_of_base(bp) else {
             return Val::None;
         };
+        let pointee = as_seen(stored);
         let value = Self::val(s, 1);
         let value_span = Self::span_of(s, 1, span);
         if let Val::Var(x) = &value {
@@ -233,11 +239,27 @@ impl Ck<'_> {
         else {
             return Val::None;
         };
+        // int8 values into a bool buffer: stored as bools (nonzero is 1). Triton writes the
+        // byte itself; the two differ only for bytes other than 0 and 1, which torch reads as
+        // True either way.
+        let value = if stored != pointee {
+            self.cast(value, stored)
+        } else {
+            value
+        };
         let Some((ptr, mask)) = self.block_ptr_window(bp, &checked, span) else {
             return Val::None;
         };
         self.push(StmtKind::Store { ptr, value, mask });
         Val::None
+    }
+
+    /// The pointee as the block pointer's user sees it (`.type.element_ty`, loads, stores).
+    pub(super) fn block_ptr_pointee(&self, bp: &BlockPtr) -> Option<Scalar> {
+        match self.ty_of_base(bp) {
+            Elem::Ptr(s) => Some(as_seen(s)),
+            Elem::Scalar(_) => None,
+        }
     }
 
     fn ty_of_base(&self, bp: &BlockPtr) -> Elem {
@@ -296,5 +318,14 @@ impl Ck<'_> {
             }
             _ => None,
         }
+    }
+}
+
+/// Triton's block pointers to `tl.int1` are block pointers to `tl.int8`.
+fn as_seen(stored: Scalar) -> Scalar {
+    if stored == Scalar::I1 {
+        Scalar::I8
+    } else {
+        stored
     }
 }

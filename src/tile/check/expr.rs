@@ -218,13 +218,12 @@ impl Ck<'_> {
             Val::BlockPtr(_) if attr == "advance" => Val::Bound(Box::new(base), "advance"),
             // Triton's is `pointer_type(block_type(elem, block))`; its `.element_ty` is used
             // as the element dtype (`x.to(p.dtype.element_ty)`), which this gives.
-            Val::BlockPtr(b) if matches!(attr, "dtype" | "type") => match b.base {
-                Val::Var(x) => match self.ty(x).elem {
-                    Elem::Ptr(s) => Val::PtrType(s),
-                    Elem::Scalar(_) => Val::Poison,
-                },
-                _ => Val::Poison,
-            },
+            Val::BlockPtr(b) if matches!(attr, "dtype" | "type") => {
+                match self.block_ptr_pointee(&b) {
+                    Some(s) => Val::PtrType(s),
+                    None => Val::Poison,
+                }
+            }
             Val::BlockPtr(_) => {
                 let msg = format!(
                     "a block pointer has no attribute `{attr}` (it has `.dtype` and `.advance`); \
@@ -273,6 +272,21 @@ impl Ck<'_> {
                 },
             },
             Val::PtrType(s) if attr == "element_ty" => Val::DType(s),
+            ref dt @ (Val::DType(_) | Val::Fp8(_) | Val::PtrType(_)) => {
+                match super::dtype_attr::attr(dt, attr) {
+                    Some(v) => v,
+                    None => {
+                        let msg = format!("{} has no attribute `{attr}`", dt.describe());
+                        self.error(span, msg)
+                    }
+                }
+            }
+            // A constexpr's `.value` is the value itself (`n.value` where `n: tl.constexpr`).
+            ref c @ (Val::Int(_) | Val::Float(_) | Val::Bool(_) | Val::Str(_) | Val::None)
+                if attr == "value" =>
+            {
+                c.clone()
+            }
             other => {
                 let msg = format!("{} has no attribute `{attr}`", other.describe());
                 self.error(span, msg)
@@ -376,6 +390,16 @@ impl Ck<'_> {
                 v
             }
             Val::ConstexprMarker => self.constexpr_call(a),
+            Val::Bound(recv, name) if super::dtype_attr::PREDICATES.contains(&name) => {
+                if !a.pos.is_empty() || !a.kw.is_empty() {
+                    let msg = format!("`{}` takes no arguments", self.text(func.span));
+                    return self.error(func.span, msg);
+                }
+                match super::dtype_attr::predicate(&recv, name) {
+                    Some(b) => Val::Bool(b),
+                    None => Val::Poison,
+                }
+            }
             Val::Bound(recv, name) => {
                 a.pos.insert(
                     0,

@@ -10,6 +10,7 @@ mod builtins;
 mod carry;
 mod descriptor;
 mod dot;
+mod dtype_attr;
 mod elementwise;
 mod emit;
 mod expr;
@@ -55,19 +56,24 @@ pub fn check(
     source: &str,
     requests: &[KernelRequest],
 ) -> (Vec<ir::Kernel>, Vec<Diagnostic>) {
-    let (kernels, diagnostics, _) = check_with_imports(path, source, requests);
+    let env = super::PythonEnv::default();
+    let (kernels, diagnostics, _) = check_with_imports(path, source, requests, &env);
     (kernels, diagnostics)
 }
 
 /// [`check`], and the other files the kernels' file imports from (read for this check: a
-/// change to one of them changes the kernels).
+/// change to one of them changes the kernels). Absolute imports are also looked for in
+/// `env.path` (after the file's own folders, before `$PYTHONPATH`'s), and `env.globals`
+/// replace the file's own bindings of their names.
 pub fn check_with_imports(
     path: &Path,
     source: &str,
     requests: &[KernelRequest],
+    env: &super::PythonEnv,
 ) -> (Vec<ir::Kernel>, Vec<Diagnostic>, Vec<std::path::PathBuf>) {
-    let units = units::load(path, source);
-    let tables = units::tables(&units);
+    let units = units::load(path, source, &env.path);
+    let mut tables = units::tables(&units);
+    units::inject(&mut tables[0], &env.globals);
     let mut findings: Vec<Finding> = units[0].parse_errors.iter().cloned().map(finding).collect();
     let mut kernels = Vec::new();
     for req in requests {

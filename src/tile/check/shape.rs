@@ -3,7 +3,7 @@
 //! vectorisation hints (`multiple_of`, `max_contiguous`).
 
 use super::emit::Ck;
-use super::expr::Args;
+use super::expr::{Arg, Args};
 use super::value::{display_builtin, show_shape, show_type, Val};
 use crate::tile::ir::{Elem, Op, ReduceOp, Scalar, Type, VarId};
 use crate::tile::span::Span;
@@ -71,10 +71,42 @@ impl Ck<'_> {
             );
         }
         if matches!(name, "max" | "min") && Self::val(&s, 2).truthy() == Some(true) {
-            return self.error(
-                Self::span_of(&s, 2, span),
-                "`return_indices=True` is not supported; use `tl.argmax`/`tl.argmin`",
-            );
+            // `(value, index)`: the reduction and its arg-reduction, as Triton's pair (the
+            // index of the first extreme unless `return_indices_tie_break_left=False`).
+            if matches!(Self::val(&s, 3), Val::Bool(false) | Val::Int(0)) {
+                return self.error(
+                    Self::span_of(&s, 3, span),
+                    "`return_indices_tie_break_left=False` is not supported (kwb returns the \
+                     first index of the extreme)",
+                );
+            }
+            let keep = Self::val(&s, 4);
+            let mut pair = Vec::new();
+            for op in [name, if name == "max" { "argmax" } else { "argmin" }] {
+                let mut a = Args {
+                    pos: vec![
+                        Arg {
+                            val: Self::val(&s, 0),
+                            span: Self::span_of(&s, 0, span),
+                        },
+                        Arg {
+                            val: Self::val(&s, 1),
+                            span: Self::span_of(&s, 1, span),
+                        },
+                    ],
+                    kw: Vec::new(),
+                    span,
+                };
+                a.kw.push((
+                    "keep_dims".into(),
+                    Arg {
+                        val: keep.clone(),
+                        span,
+                    },
+                ));
+                pair.push(self.reduce(op, a));
+            }
+            return Val::Tuple(pair);
         }
         let axis = match Self::val(&s, 1) {
             Val::None => None,

@@ -2,7 +2,8 @@
 //! name` that is not Triton's is followed to X's file, as Python finds a package's module:
 //! `from .utils import f` beside the importing file (`..` one folder up), `from pkg.mod
 //! import f` in the importing file's folder or the nearest parent that has `pkg/mod.py` (or
-//! `pkg/mod/__init__.py`). Each unit's names are then one table, built in source order (a
+//! `pkg/mod/__init__.py`), then in the version's `python_path` folders and `$PYTHONPATH`'s, as
+//! Python looks along `sys.path`. Each unit's names are then one table, built in source order (a
 //! later binding replaces an earlier one, as Python's): values (the file's `@triton.jit`
 //! functions, Triton's names), module-level globals, and names kwb cannot follow, whose use is
 //! an error at their import.
@@ -46,7 +47,8 @@ pub(super) enum Binding {
 }
 
 /// Parses the kernel's file and every file its imports reach (up to [`MAX_UNITS`]).
-pub(super) fn load(path: &Path, source: &str) -> Vec<Unit> {
+pub(super) fn load(path: &Path, source: &str, python_path: &[PathBuf]) -> Vec<Unit> {
+    let search = search_path(python_path);
     let mut units = vec![unit(path.to_path_buf(), source.to_string())];
     let mut next = 0;
     while next < units.len() {
@@ -60,7 +62,7 @@ pub(super) fn load(path: &Path, source: &str) -> Vec<Unit> {
                 submodules.push(Vec::new());
                 continue;
             }
-            let found = find_module(&from, imp.level, &imp.module);
+            let found = find_module(&from, imp.level, &imp.module, &search);
             if !imp.from {
                 // `import pkg.mod as m`: a module object, when kwb finds its file.
                 imports.push(found.ok().map(|f| add(&mut units, f)));
@@ -72,7 +74,7 @@ pub(super) fn load(path: &Path, source: &str) -> Vec<Unit> {
                 .map(|(name, _)| {
                     let mut parts = imp.module.clone();
                     parts.push(name.clone());
-                    let file = find_module(&from, imp.level, &parts).ok()?;
+                    let file = find_module(&from, imp.level, &parts, &search).ok()?;
                     add(&mut units, file).ok()
                 })
                 .collect();
@@ -121,8 +123,21 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Where absolute imports are looked for after the importing file's folders: the version's
+/// `python_path`, then `$PYTHONPATH`'s folders.
+fn search_path(python_path: &[PathBuf]) -> Vec<PathBuf> {
+    let env = std::env::var_os("PYTHONPATH").unwrap_or_default();
+    let from_env = std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty());
+    python_path.iter().cloned().chain(from_env).collect()
+}
+
 /// The file of module `parts` imported with `level` leading dots from the file `from`.
-fn find_module(from: &Path, level: u32, parts: &[String]) -> Result<PathBuf, String> {
+fn find_module(
+    from: &Path,
+    level: u32,
+    parts: &[String],
+    search: &[PathBuf],
+) -> Result<PathBuf, String> {
     let dotted = format!("{}{}", ".".repeat(level as usize), parts.join("."));
     let dir = from.parent().unwrap_or(Path::new("."));
     let candidates = |base: &Path| -> Vec<PathBuf> {
@@ -141,7 +156,10 @@ fn find_module(from: &Path, level: u32, parts: &[String]) -> Result<PathBuf, Str
         }
         base.into_iter().collect()
     } else {
-        dir.ancestors().take(16).collect()
+        dir.ancestors()
+            .take(16)
+            .chain(search.iter().map(PathBuf::as_path))
+            .collect()
     };
     bases
         .into_iter()
@@ -149,15 +167,38 @@ fn find_module(from: &Path, level: u32, parts: &[String]) -> Result<PathBuf, Str
         .find(|p| p.is_file())
         .ok_or_else(|| {
             let place = if level > 0 {
-                ""
+                String::new()
+            } else if search.is_empty() {
+                " and in its parent folders".to_string()
             } else {
-                " and in its parent folders"
+                let dirs: Vec<String> = search.iter().map(|p| p.display().to_string()).collect();
+                format!(", in its parent folders and in {}", dirs.join(", "))
             };
             format!(
                 "kwb cannot find the module `{dotted}` (looked beside {}{place})",
                 from.display()
             )
         })
+}
+
+/// Names the kernel's module had at run time that its text does not give (`PythonEnv::globals`):
+/// each replaces the table's binding. A dotted path kwb does not implement is an error where
+/// the name is used.
+pub(super) fn inject(table: &mut HashMap<String, Binding>, globals: &[(String, String)]) {
+    for (name, dotted) in globals {
+        let path: Vec<String> = dotted.split('.').map(str::to_string).collect();
+        let b = match names::resolve_path(&path) {
+            Val::Module(p) if p == *dotted && path.len() > 1 => Binding::Foreign(
+                Span::new(0, 0),
+                format!(
+                    "`{name}` was `{dotted}` when the program ran (its `python_globals`), which is \
+                     not a Triton name kwb implements"
+                ),
+            ),
+            v => Binding::Value(v),
+        };
+        table.insert(name.clone(), b);
+    }
 }
 
 /// Every unit's name table.

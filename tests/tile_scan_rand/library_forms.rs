@@ -1,0 +1,112 @@
+//! Forms found in library kernels (flag-gems): block pointers to `tl.int1` (Triton reads and
+//! writes them as int8), a dtype's predicates and widths (`x.dtype.is_floating()`,
+//! `dtype.value.int_bitwidth`), and `tl.max(..., return_indices=True)`. Expected values are
+//! worked out by hand from Triton's rules; the emulator runs kwb's CUDA to the same values.
+
+use super::{buf, int, interp, EmuBuf};
+use kwb::tile::DType;
+
+const BOOL_BLOCKS: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pa = tl.make_block_ptr(a_ptr, (n,), (1,), (0,), (BLOCK,), order=(0,))
+    pb = tl.make_block_ptr(b_ptr, (n,), (1,), (0,), (BLOCK,), order=(0,))
+    a = tl.load(pa, boundary_check=(0,)).to(a_ptr.type.element_ty)
+    b = tl.load(pb, boundary_check=(0,))
+    po = tl.make_block_ptr(out_ptr, (n,), (1,), (0,), (BLOCK,), order=(0,))
+    o = (a != 0) ^ (b.to(tl.float32) > 0.5)
+    tl.store(po, o.to(po.type.element_ty), boundary_check=(0,))
+"#;
+
+#[test]
+fn block_pointers_to_bools_read_and_write_bytes() {
+    let a = [1., 0., 1., 0., 1., 1., 0., 0.];
+    let b = [0., 0., 1., 1., 0., 1., 0., 1.];
+    let args = [
+        buf(DType::Bool, &a),
+        buf(DType::Bool, &b),
+        buf(DType::Bool, &[0.0; 8]),
+        super::A::Int(6),
+    ];
+    let out = interp(BOOL_BLOCKS, &[("BLOCK", int(8))], 1, &args).unwrap();
+    // a xor b for the first 6; the last two lie outside the tensor and stay as they were.
+    assert_eq!(out[2], [1., 0., 0., 1., 1., 0., 0., 0.]);
+}
+
+#[test]
+fn bool_block_pointers_agree_with_the_emulator() {
+    let bufs = [
+        EmuBuf("a", "bool", 64, true, "{uniform: [0, 1]}"),
+        EmuBuf("b", "bool", 64, true, "{uniform: [0, 1]}"),
+        EmuBuf("out", "bool", 64, true, "zeros"),
+    ];
+    super::emulator_case(
+        BOOL_BLOCKS,
+        "BLOCK: 64",
+        2,
+        &bufs,
+        "a, b, out, 50",
+        (0.0, 0.0),
+    );
+}
+
+const DTYPE_ATTRS: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def lowest(dtype: tl.constexpr):
+    d = dtype.value
+    if d.is_floating():
+        v: tl.constexpr = float("-inf")
+        return v
+    if d.is_int_signed():
+        w: tl.constexpr = d.int_bitwidth
+        return -1 * 2 ** (w - 1)
+    return 0
+
+@triton.jit
+def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    m, i = tl.max(x, 0, return_indices=True)
+    lo, j = tl.min(x, axis=0, return_indices=True, keep_dims=True)
+    tl.store(out_ptr, m.to(tl.float32))
+    tl.store(out_ptr + 1, i.to(tl.float32))
+    tl.store(out_ptr + 2 + tl.arange(0, 1), lo.to(tl.float32))
+    tl.store(out_ptr + 3 + tl.arange(0, 1), j.to(tl.float32))
+    tl.store(out_ptr + 4, tl.full((), lowest(x.dtype), x.dtype).to(tl.float32))
+    tl.store(out_ptr + 5, x.dtype.primitive_bitwidth)
+    tl.store(out_ptr + 6, x.dtype.is_fp16() + 2 * x.dtype.is_int() + 4 * x.dtype.is_int_unsigned())
+"#;
+
+#[test]
+fn dtype_attributes_and_indices_of_extremes() {
+    let x = [3., -2., 7., 7., -2., 0., 5., 1.];
+    for (d, lowest, bits, flags) in [
+        (DType::F16, f64::NEG_INFINITY, 16., 1.),
+        (DType::F32, f64::NEG_INFINITY, 32., 0.),
+        (DType::I8, -128., 8., 2.),
+        (DType::I32, -2147483648., 32., 2.),
+    ] {
+        let args = [buf(d, &x), buf(DType::F32, &[0.0; 7])];
+        let out = interp(DTYPE_ATTRS, &[("BLOCK", int(8))], 1, &args).unwrap();
+        // The first index of each extreme, as Triton's tie-break-left.
+        assert_eq!(out[1], [7., 2., -2., 1., lowest, bits, flags], "{d:?}");
+    }
+}
+
+#[test]
+fn dtype_attributes_agree_with_the_emulator() {
+    for dtype in ["f32", "i32"] {
+        let bufs = [
+            EmuBuf("x", dtype, 32, true, "{uniform: [-9, 9]}"),
+            EmuBuf("out", "f32", 7, true, "zeros"),
+        ];
+        // Bit for bit: the lowest float is -inf, which a tolerance cannot compare.
+        super::emulator_check(DTYPE_ATTRS, "BLOCK: 32", 1, &bufs, "x, out", None);
+    }
+}
