@@ -59,6 +59,50 @@ def double_into(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
 
 
+@triton.jit
+def strided_copy(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * stride, mask=m) + 1.0, mask=m)
+
+
+@triton.jit
+def filled_in(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, _shim.exp(tl.load(x_ptr + offs)))
+
+
+# Bound at run time, not in the text: as a library fills a generated module's namespace.
+globals()["_shim"] = tl.math
+
+
+class Strided:
+    """A tensor's memory seen with a shape, strides and offset of its own, not a torch.Tensor:
+    what flag-gems' StridedBuffer is (Triton takes any object with data_ptr() and dtype)."""
+
+    def __init__(self, base, shape, strides, offset):
+        self._base, self.dtype, self.shape = base, base.dtype, tuple(shape)
+        self._strides, self._offset = tuple(strides), offset
+
+    def data_ptr(self):
+        return self._base.data_ptr() + self._offset * self.dtype.itemsize
+
+    def stride(self):
+        return self._strides
+
+    def size(self):
+        return self.shape
+
+    def untyped_storage(self):
+        return self._base.untyped_storage()
+
+    def storage_offset(self):  # Triton's interpreter rebuilds the view from these
+        return self._base.storage_offset() + self._offset
+
+    def new_empty(self, *args, **kwargs):
+        return self._base.new_empty(*args, **kwargs)
+
+
 torch.manual_seed(0)
 n = 1000
 x, y = torch.randn(n), torch.randn(n)
@@ -78,11 +122,21 @@ z = torch.randn(300)
 scale_in_place[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](z, 300)
 d = z[:64] * 2.0  # already what the kernel writes: capture must find the output by replaying
 double_into[(1,)](z, d, 64, BLOCK=64)
+w = torch.randn(200)
+s_out = torch.empty(50)
+strided_copy[(1,)](Strided(w, (50,), (3,), 7), Strided(s_out, (50,), (1,), 0), 50, 3, BLOCK=64)
+assert torch.equal(s_out, w[7:157:3] + 1.0)
+e_out = torch.empty(32)
+filled_in[(1,)](w, e_out, BLOCK=32)
 if "--alias" in sys.argv:
     add_kernel[(1,)](x, x, x, 16, BLOCK=16)  # in place: one buffer, passed three times
     add_kernel[(1,)](x[:32], x[16:48], out, 32, BLOCK=32)  # views that overlap in part
 if "--fail" in sys.argv:
     raise RuntimeError("the program's own failure")
+if "--hang" in sys.argv:
+    import time
+    print("launches done", flush=True)
+    time.sleep(600)
 print("program done")
 "#;
 
@@ -165,9 +219,25 @@ fn a_programs_launches_become_workspaces_that_pass_against_tritons_outputs() {
         [
             "add_kernel.yaml",
             "double_into.yaml",
+            "filled_in.yaml",
             "pick_rows.yaml",
-            "scale_in_place.yaml"
+            "scale_in_place.yaml",
+            "strided_copy.yaml"
         ]
+    );
+    // A name the file's text never binds, filled in at run time: recorded, so kwb resolves it.
+    let filled = std::fs::read_to_string(dir.join("filled_in.yaml")).unwrap();
+    assert!(
+        filled.contains("\"_shim\": \"triton.language.math\""),
+        "{filled}"
+    );
+    assert!(filled.contains("python_path: ["), "{filled}");
+    // Objects that stand for a tensor view: recorded as the memory they reach (7 + 49 * 3 + 1).
+    let strided = std::fs::read_to_string(dir.join("strided_copy.yaml")).unwrap();
+    assert!(
+        strided.contains("x_ptr: {dtype: f32, shape: [148]")
+            && strided.contains("out_ptr: {dtype: f32, shape: [50]"),
+        "{strided}"
     );
     let double = std::fs::read_to_string(dir.join("double_into.yaml")).unwrap();
     assert!(
@@ -223,6 +293,46 @@ fn a_programs_launches_become_workspaces_that_pass_against_tritons_outputs() {
         "{}",
         text(&r.stdout)
     );
+}
+
+/// A program stopped by Ctrl-C or a `timeout` (SIGINT, SIGTERM to kwb): the signal goes to the
+/// program, and kwb still writes what it recorded before.
+#[test]
+fn an_interrupted_program_keeps_what_it_recorded() {
+    use std::io::{BufRead, BufReader};
+    let Some(s) = setup() else { return };
+    s.program(PROGRAM);
+    for (sig, name) in [(libc::SIGTERM, "term"), (libc::SIGINT, "int")] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kwb"))
+            .current_dir(s.dir.path())
+            .env("TRITON_INTERPRET", "1")
+            .env("PYTHONPATH", &s.site)
+            .args([
+                "capture", "--out", name, "--", "python3", "prog.py", "--hang",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(
+            lines.any(|l| l.is_ok_and(|l| l == "launches done")),
+            "the program never got to its sleep"
+        );
+        // SAFETY: the pid is our own child's, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{name}: {err}");
+        assert!(
+            err.contains(&format!("was stopped by signal {sig}")),
+            "{name}: {err}"
+        );
+        for w in ["add_kernel", "pick_rows", "scale_in_place", "strided_copy"] {
+            let ws = s.dir.path().join(name).join(format!("{w}.yaml"));
+            assert!(ws.exists(), "{name}: no {}\n{err}", ws.display());
+        }
+    }
 }
 
 #[test]

@@ -22,6 +22,7 @@ import math
 import numbers
 import os
 import sys
+import types
 import threading
 import traceback
 import warnings
@@ -31,6 +32,7 @@ _MISSING = object()
 
 class _ThreadState(threading.local):
     benching = 0  # > 0 while an autotuner times its candidate configs (a class default: a fast read)
+    busy = 0  # > 0 while the hook itself works: launches its own torch calls make are not the program's
 
 
 _tls = _ThreadState()
@@ -64,6 +66,101 @@ def _arg_class(v):
     if isinstance(v, numbers.Integral):
         return _arg_class(int(v))
     return t
+
+
+def _as_tensor(v, torch):
+    """A pointer argument that is not a torch.Tensor but has data_ptr(), a torch dtype, a shape,
+    stride() and untyped_storage() (flag-gems' StridedBuffer), as the tensor view over the same
+    memory: (tensor, None), or (None, why it cannot be one)."""
+    dtype = getattr(v, "dtype", None)
+    if not isinstance(dtype, torch.dtype):
+        return None, "whose dtype is not a torch dtype"
+    try:
+        shape = tuple(int(n) for n in v.shape)
+        strides = tuple(int(n) for n in v.stride())
+        storage = v.untyped_storage()
+        address = int(v.data_ptr())
+    except Exception:
+        return None, "without a shape, strides and storage"
+    if not isinstance(storage, torch.UntypedStorage) or len(shape) != len(strides):
+        return None, "without a torch storage"
+    if any(st < 0 for st in strides):
+        return None, "with negative strides (a reversed view)"
+    offset = address - storage.data_ptr()
+    if offset < 0 or offset % dtype.itemsize:
+        return None, "whose address is not an element of its storage"
+    try:
+        t = torch.empty(0, dtype=dtype, device=storage.device)
+        return t.set_(storage, offset // dtype.itemsize, shape, strides), None
+    except Exception as exc:
+        return None, f"that is not a view of its storage ({exc})"
+
+
+def _triton_path(v):
+    """The dotted path of a Triton module or function (`triton.language.extra.cuda.libdevice.isnan`),
+    or None for anything else."""
+    if isinstance(v, types.ModuleType):
+        return v.__name__ if v.__name__.startswith("triton") else None
+    mod, name = getattr(v, "__module__", None), getattr(v, "__name__", None)
+    if not isinstance(mod, str) or not isinstance(name, str) or not mod.startswith("triton"):
+        return None
+    return f"{mod}.{name}" if getattr(sys.modules.get(mod), name, None) is v else None
+
+
+def _runtime_globals(fn_obj, file):
+    """Names of the kernel's module that, at the launch, are Triton modules or functions its
+    source does not bind, or binds by an assignment kwb cannot evaluate (`_isnan =
+    tl_extra_shim.isnan`): {name: dotted path}. A library may fill a generated module's
+    namespace at run time (flag-gems' pointwise_dynamic does)."""
+    import ast
+    g = getattr(getattr(fn_obj, "fn", None), "__globals__", None)
+    if not isinstance(g, dict):
+        return {}
+    try:
+        with open(file) as f:
+            tree = ast.parse(f.read())
+    except Exception:
+        return {}
+    bound, assigned = set(), set()
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                assigned.update(t.id for t in targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.If, ast.Try)):
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    for sub in getattr(node, part, []) or []:
+                        visit(sub.body if isinstance(sub, ast.ExceptHandler) else [sub])
+
+    visit(tree.body)
+    out = {}
+    for name, v in list(g.items()):
+        if name.startswith("__") or (name in bound and name not in assigned):
+            continue
+        path = _triton_path(v)
+        if path is not None and (name not in bound or name in assigned):
+            out[name] = path
+    return out
+
+
+def _import_path():
+    """The program's `sys.path` now, as folders kwb can look in for a kernel's imports: those
+    that exist, less Python's own library and this hook's folder."""
+    import sysconfig
+    skip = {os.path.realpath(p) for p in (sysconfig.get_paths().get("stdlib"),
+                                          sysconfig.get_paths().get("platstdlib")) if p}
+    hook = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+    out = []
+    for p in sys.path:
+        real = os.path.realpath(p or os.getcwd())
+        if os.path.isdir(real) and real not in skip and real != hook and real not in out:
+            out.append(real)
+    return out
 
 
 def _is_constexpr(annotation):
@@ -330,7 +427,7 @@ class _Capture:
         # Triton reads launch options (num_warps...) from all keyword arguments, kernel parameters too.
         torch = sys.modules.get("torch")
         tl = sys.modules.get("triton.language")
-        problems, constexprs, entries, snapshots, tensors = [], {}, [], [], []
+        problems, constexprs, entries, snapshots, tensors, wrappers = [], {}, [], [], [], {}
         for i, (name, is_cx, _) in enumerate(kernel.params):
             v = bound[name]
             if is_cx:
@@ -348,6 +445,16 @@ class _Capture:
                 entry.update(kind="float", value=_float_json(v))
             elif v is None:
                 entry.update(kind="none")
+            elif torch is not None and hasattr(v, "data_ptr") and hasattr(v, "dtype"):
+                # Triton takes any object with data_ptr() and dtype as a pointer (flag-gems'
+                # StridedBuffer): recorded as the tensor view it stands for, when it is one.
+                t, why = _as_tensor(v, torch)
+                if t is None:
+                    entry.update(kind="other", type=type(v).__name__)
+                    problems.append(f"argument {i} (`{name}`): a {type(v).__name__} {why}, which kwb cannot take")
+                else:
+                    wrappers[id(v)] = t
+                    tensors.append((i, name, t, entry))
             else:
                 entry.update(kind="other", type=type(v).__name__)
                 problems.append(f"argument {i} (`{name}`): a {type(v).__name__}, which kwb cannot take")
@@ -377,9 +484,10 @@ class _Capture:
                   "launch_index": index, "key": hashlib.sha1(repr(key).encode()).hexdigest()[:12],
                   "grid": grid, "num_warps": launch_kwargs.get("num_warps", 4),
                   "num_stages": launch_kwargs.get("num_stages", 3),
-                  "constexprs": constexprs, "args": entries, "problems": problems}
+                  "constexprs": constexprs, "args": entries, "problems": problems,
+                  "sys_path": _import_path(), "python_globals": _runtime_globals(fn_obj, kernel.file)}
         return dict(kernel=kernel, key=key, fn_obj=fn_obj, interp=interp, record=record, snapshots=snapshots,
-                    torch=torch)
+                    torch=torch, wrappers=wrappers)
 
     def after(self, plan, result, args, kwargs):
         kernel, record, torch, snapshots = plan["kernel"], plan["record"], plan["torch"], plan["snapshots"]
@@ -440,6 +548,7 @@ class _Capture:
         torch = plan["torch"]
 
         def swap(v):
+            v = plan["wrappers"].get(id(v), v)  # a replay passes the tensor a wrapper stood for
             return clones.get(id(v), v) if isinstance(v, torch.Tensor) else v
 
         call_kwargs = {k: swap(v) for k, v in kwargs.items()}
@@ -453,13 +562,22 @@ class _Capture:
         if any(s.tensor.is_cuda for s in plan["snapshots"]):
             plan["torch"].cuda.synchronize()
 
-    def clones_of(self, plan):
+    def clones_of(self, plan, poisoned=None):
         """Fresh copies of the pre-launch tensors, on their devices: tensor id -> (a view shaped
-        as the argument, the whole copied memory). The same tensor twice stays one copy."""
+        as the argument, the whole copied memory). The same tensor twice stays one copy. The
+        tensor whose id is `poisoned` is all 0xff bytes instead.
+
+        The hook's own device work is only copies from the host (torch's own code, never a
+        library's kernel): a library that serves torch's operators with Triton kernels
+        (flag-gems) would otherwise run its kernels inside the launch being recorded, and its
+        launcher holds a lock there."""
         torch, clones = plan["torch"], {}
         for s in plan["snapshots"]:
             if id(s.tensor) not in clones:
-                memory = s.before.to(s.tensor.device, copy=True)
+                host = s.before
+                if id(s.tensor) == poisoned:
+                    host = torch.full_like(host.view(torch.uint8), 255).view(host.dtype)
+                memory = host.to(s.tensor.device, copy=True)
                 clones[id(s.tensor)] = (torch.as_strided(memory, s.tensor.shape, s.tensor.stride(), 0), memory)
         return clones
 
@@ -492,11 +610,10 @@ class _Capture:
         for s in plan["snapshots"]:
             distinct.setdefault(id(s.tensor), []).append(s)
         for key, group in list(distinct.items())[:16]:
-            clones = self.clones_of(plan)
+            clones = self.clones_of(plan, poisoned=key)
             view, memory = clones[key]
-            memory.view(torch.uint8).fill_(255)
             self.replay(plan, args, kwargs, {k: v for k, (v, _) in clones.items()})
-            if bool((memory.view(torch.uint8) != 255).any()):
+            if bool((memory.to("cpu").view(torch.uint8) != 255).any()):  # compared on the host
                 for s in group:
                     s.entry["changed"] = True
                     found.append(s.entry["name"])
@@ -518,7 +635,7 @@ class _Capture:
                     # Every sample starts with a cold L2 of clean lines, as kwb's own timing does:
                     # a read of twice the L2 (a memset would leave dirty lines whose write-back
                     # the timed kernel pays, 10-17% on a short one; src/run/gpu/flush.rs).
-                    torch.sum(flush, 0, dtype=torch.int32, out=self.flush_sink(torch, device))
+                    _l2_read(flush, self.flush_sink(torch, device))
                     plan["original"](plan["fn_obj"], *call_args, **call_kwargs)
                 torch.cuda.synchronize()
             kernels = [e for e in prof.events() if "CPU" not in str(getattr(e, "device_type", "CPU"))]
@@ -530,15 +647,39 @@ class _Capture:
     def flush_sink(self, torch, device):
         key = ("sink", device)
         if key not in self.flush_buffers:
-            self.flush_buffers[key] = torch.zeros((), dtype=torch.int32, device=device)
+            self.flush_buffers[key] = torch.empty(1, dtype=torch.int32, device=device)
         return self.flush_buffers[key]
 
     def flush_buffer(self, torch, device):
         if device not in self.flush_buffers:
             l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0
             size = 2 * l2 if l2 > 0 else 256 << 20
-            self.flush_buffers[device] = torch.zeros(size // 4, dtype=torch.int32, device=device)
+            # Never written: only read, so whatever it holds does (no kernel of any library).
+            self.flush_buffers[device] = torch.empty(size // 4, dtype=torch.int32, device=device)
         return self.flush_buffers[device]
+
+
+_L2_READ = []
+
+
+def _l2_read(buffer, sink):
+    """Reads all of `buffer` (twice the L2) with a Triton kernel of the hook's own, so that the
+    next kernel starts with a cold L2 of clean lines; a torch reduction here could be a
+    library's kernel (see clones_of). Its launches pass the hook (`_tls.busy`)."""
+    if not _L2_READ:
+        import triton
+        import triton.language as tl
+        globals().update(triton=triton, tl=tl)  # the kernel's globals are this module's
+
+        @triton.jit
+        def _kwb_l2_read(src, out, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            total = tl.sum(tl.load(src + offs, mask=offs < n, other=0), 0)
+            tl.store(out, total, mask=total == 0x5EED)  # keeps the loads; almost never stores
+
+        _L2_READ.append(_kwb_l2_read)
+    n = buffer.numel()
+    _L2_READ[0][(-(-n // 8192),)](buffer, sink, n, BLOCK=8192)
 
 
 def _constexpr_json(v, name, problems, tl_dtype):
@@ -596,11 +737,16 @@ def _wrap_run(original, interp):
         if _tls.benching:
             _capture.bench_launches += 1
             return original(self, *args, **kwargs)
+        if _tls.busy:
+            return original(self, *args, **kwargs)
         plan = None
+        _tls.busy += 1
         try:
             plan = _capture.before(self, interp, args, kwargs, original)
         except Exception as exc:
             _capture.error(self, exc)
+        finally:
+            _tls.busy -= 1
         try:
             result = original(self, *args, **kwargs)
         except BaseException:  # the program's own error: it goes on up untouched
@@ -608,10 +754,13 @@ def _wrap_run(original, interp):
                 _capture.forget(plan)
             raise
         if plan is not None:
+            _tls.busy += 1
             try:
                 _capture.after(plan, result, args, kwargs)
             except Exception as exc:
                 _capture.error(self, exc)
+            finally:
+                _tls.busy -= 1
         return result
 
     run._kwb_original = original

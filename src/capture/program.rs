@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The hook, written into the capture folder at each run.
@@ -30,8 +31,48 @@ pub struct HookSettings {
 #[derive(Debug)]
 pub struct Ended {
     pub code: Option<i32>,
+    /// The signal that stopped it, when one did.
+    pub signal: Option<i32>,
     pub stderr_tail: Vec<String>,
     pub wall: Duration,
+}
+
+/// The program's pid while it runs, for the signal handler (0: none).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe; the pid is our own child's until it is reaped.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// While alive, SIGINT and SIGTERM sent to kwb go to the program instead: kwb outlives it and
+/// writes the launches recorded before it stopped. The handlers before are put back on drop.
+struct Forward {
+    old: [(libc::c_int, libc::sighandler_t); 2],
+}
+
+impl Forward {
+    fn install(pid: u32) -> Forward {
+        CHILD.store(pid as i32, Ordering::SeqCst);
+        let handler = forward_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: the handler only reads an atomic and calls kill(2).
+        let old =
+            [libc::SIGINT, libc::SIGTERM].map(|sig| (sig, unsafe { libc::signal(sig, handler) }));
+        Forward { old }
+    }
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        for (sig, old) in self.old {
+            // SAFETY: restores the disposition `install` replaced.
+            unsafe { libc::signal(sig, old) };
+        }
+        CHILD.store(0, Ordering::SeqCst);
+    }
 }
 
 /// Runs `argv` with the hook writing into `out`; `Err` when it could not be started.
@@ -64,6 +105,8 @@ pub fn run(argv: &[String], out: &Path, s: &HookSettings) -> std::io::Result<End
     };
     let start = Instant::now();
     let mut child = cmd.spawn()?;
+    // Ctrl-C or a `timeout` stops the program, not the capture: what it recorded is written.
+    let forward = Forward::install(child.id());
     let mut tail = VecDeque::with_capacity(TAIL_LINES);
     if let Some(err) = child.stderr.take() {
         let mut stderr = std::io::stderr();
@@ -76,9 +119,12 @@ pub fn run(argv: &[String], out: &Path, s: &HookSettings) -> std::io::Result<End
             tail.push_back(String::from_utf8_lossy(&line).into_owned());
         }
     }
-    let status = child.wait()?;
+    let status = child.wait();
+    drop(forward);
+    let status = status?;
     Ok(Ended {
         code: status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
         stderr_tail: tail.into(),
         wall: start.elapsed(),
     })

@@ -80,6 +80,14 @@ pub struct Launch {
     /// Every tensor already held what the launch wrote: the outputs a replay found (`hook.py`).
     #[serde(default)]
     pub probed: Vec<String>,
+    /// The program's `sys.path` at the launch (folders that exist, less Python's own library):
+    /// where the kernel's imports are looked for.
+    #[serde(default)]
+    pub sys_path: Vec<PathBuf>,
+    /// Names of the kernel's module bound at the launch to Triton objects its source does not
+    /// give kwb (`_isnan` → `triton.language.extra.cuda.libdevice.isnan`).
+    #[serde(default)]
+    pub python_globals: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     pub probe_error: Option<String>,
     /// Triton's own replay of the launch differed from its first run (float atomics add in

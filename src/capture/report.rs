@@ -41,7 +41,12 @@ pub fn render(o: &Outcome, out_dir: &std::path::Path) -> (String, String, i32) {
     if failed {
         let how = match o.program.code {
             Some(c) => format!("exited with code {c}"),
-            None => "was killed by a signal".into(),
+            None => match o.program.signal {
+                Some(sig) => format!(
+                    "was stopped by signal {sig} (the launches recorded before are written)"
+                ),
+                None => "was killed by a signal".into(),
+            },
         };
         let _ = writeln!(
             err,

@@ -167,6 +167,18 @@ pub fn workspace(launch: &Launch, origin: &Origin) -> Result<Text, Problems> {
         .collect();
     let _ = writeln!(y, "    grid: [{}]", grid.join(", "));
     let _ = writeln!(y, "    num_warps: {}", launch.num_warps);
+    if !launch.sys_path.is_empty() {
+        let dirs: Vec<String> = (launch.sys_path.iter())
+            .map(|p| quoted(&p.display().to_string()))
+            .collect();
+        let _ = writeln!(y, "    python_path: [{}]", dirs.join(", "));
+    }
+    if !launch.python_globals.is_empty() {
+        let _ = writeln!(y, "    python_globals:");
+        for (name, dotted) in &launch.python_globals {
+            let _ = writeln!(y, "      {}: {}", quoted(name), quoted(dotted));
+        }
+    }
     match &origin.start.triton_version {
         // Compiled Triton's float sums add in an order its releases changed (3.8): follow the
         // release that made the reference.
