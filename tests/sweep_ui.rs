@@ -203,6 +203,8 @@ fn the_sweep_tab_is_offered_only_when_a_version_is_swept() {
     let mut plain = App::new(ws, Arch::parse("sm_90").unwrap());
     plain.tab = Tab::Cuda;
     update(&mut plain, Action::NextTab);
+    assert_eq!(plain.tab, Tab::Roofline, "Sweep is skipped");
+    update(&mut plain, Action::NextTab);
     assert_eq!(plain.tab, Tab::Source);
     assert!(!plain.tabs().contains(&Tab::Sweep));
     // Asked for anyway (key 6), it says why it is empty.

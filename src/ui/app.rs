@@ -110,16 +110,21 @@ pub enum Tab {
     Cuda,
     /// A swept version's configurations: the table per size, a heatmap for two axes.
     Sweep,
+    /// Every version at its arithmetic intensity and achieved FLOP/s under the device's
+    /// ceilings, at the viewed size.
+    Roofline,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 6] = [
+    /// Every tab, in the order of their keys (1-7).
+    pub const ALL: [Tab; 7] = [
         Tab::Source,
         Tab::Ptx,
         Tab::Sass,
         Tab::Compare,
         Tab::Cuda,
         Tab::Sweep,
+        Tab::Roofline,
     ];
 
     pub fn title(self) -> &'static str {
@@ -130,7 +135,13 @@ impl Tab {
             Tab::Compare => "Compare",
             Tab::Cuda => "CUDA",
             Tab::Sweep => "Sweep",
+            Tab::Roofline => "Roofline",
         }
+    }
+
+    /// The key that selects the tab by default: its place in [`Tab::ALL`], from 1.
+    pub fn number(self) -> usize {
+        Tab::ALL.iter().position(|t| *t == self).unwrap_or(0) + 1
     }
 
     /// The title where the tab bar is narrow (80 columns).
@@ -142,6 +153,7 @@ impl Tab {
             Tab::Compare => "Cmp",
             Tab::Cuda => "CU",
             Tab::Sweep => "Swp",
+            Tab::Roofline => "Roof",
         }
     }
 }

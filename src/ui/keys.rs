@@ -30,8 +30,8 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
     (
         "next_tab",
         &["tab"],
-        "Tab, Shift-Tab, 1-6",
-        "tabs: Source, PTX, SASS, Compare, CUDA (tile versions), Sweep (sweeps)",
+        "Tab, Shift-Tab, 1-7",
+        "tabs: Source, PTX, SASS, Compare, CUDA (tile versions), Sweep (sweeps), Roofline",
     ),
     ("prev_tab", &["shift-tab"], "", ""),
     ("tab_source", &["1"], "", ""),
@@ -40,6 +40,7 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
     ("tab_compare", &["4"], "", ""),
     ("tab_cuda", &["5"], "", ""),
     ("tab_sweep", &["6"], "", ""),
+    ("tab_roofline", &["7"], "", ""),
     (
         "page_down",
         &["pagedown", "ctrl-d"],
@@ -55,7 +56,12 @@ const ACTIONS: &[(&str, &[&str], &str, &str)] = &[
         "m",
         "mark the version for Compare (two marks compare)",
     ),
-    ("next_size", &["s"], "s", "next problem size"),
+    (
+        "next_size",
+        &["s"],
+        "s",
+        "next problem size (run panels, Roofline)",
+    ),
     (
         "block_down",
         &["b"],
@@ -109,6 +115,7 @@ fn action_named(name: &str) -> Option<Action> {
         "tab_compare" => Action::SelectTab(Tab::Compare),
         "tab_cuda" => Action::SelectTab(Tab::Cuda),
         "tab_sweep" => Action::SelectTab(Tab::Sweep),
+        "tab_roofline" => Action::SelectTab(Tab::Roofline),
         "page_down" => Action::PageDown,
         "page_up" => Action::PageUp,
         "top" => Action::Top,

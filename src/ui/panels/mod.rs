@@ -13,6 +13,7 @@ pub mod help;
 pub mod launch;
 pub mod occupancy;
 pub mod resources;
+pub mod roofline;
 pub mod status;
 pub mod sweep;
 pub mod tabs;

@@ -8,7 +8,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 /// The keys worth knowing first; `?` shows the rest.
-pub const HINT: &str = "? help · q quit · ↑↓/jk versions · tab/1-6 tabs · m mark · s size · \
+pub const HINT: &str = "? help · q quit · ↑↓/jk versions · tab/1-7 tabs · m mark · s size · \
                         b/B block · h/H shared · r/R reg cap · t theme";
 
 pub fn render(app: &App, theme: &Theme, area: Rect, buf: &mut Buffer) {
