@@ -8,8 +8,7 @@
 mod support;
 
 use kwb::compile::Arch;
-use kwb::report::{CheckSummary, DeviceInfo, RunResult, Status};
-use kwb::run::stats::{summarize, StopReason};
+use kwb::report::{RunResult, Status};
 use kwb::ui::action::{update, Action};
 use kwb::ui::app::{App, GpuState, Tab, VersionStatus};
 use kwb::ui::draw::{draw, layout};
@@ -39,28 +38,11 @@ fn body(app: &App, w: u16, h: u16) -> Vec<String> {
         .collect()
 }
 
-fn h100() -> DeviceInfo {
-    DeviceInfo {
-        name: "NVIDIA H100 80GB HBM3".into(),
-        arch: "sm_90".into(),
-        sm_count: 132,
-        l2_bytes: 50 << 20,
-        memory_bytes: 80 << 30,
-        sm_clock_khz: 1_980_000,
-        memory_clock_khz: 2_619_000,
-        theoretical_bandwidth_gbps: 3352.3,
-        measured_copy_gbps: Some(2962.5),
-        stream_kernel_gbps: None,
-        driver_version: 13000,
-        visible_gpus: None,
-    }
-}
-
 fn app_for(workspace: &str) -> App {
     let path = support::repo().join(workspace);
     let ws = kwb::workspace::load(&path).unwrap_or_else(|e| panic!("{workspace}: {e}"));
     let mut app = App::new(ws, Arch::parse("sm_90").unwrap());
-    app.gpu = GpuState::Present(h100());
+    app.gpu = GpuState::Present(support::ui_results::h100());
     app.tab = Tab::Roofline;
     app
 }
@@ -68,19 +50,7 @@ fn app_for(workspace: &str) -> App {
 /// A passed result of `bytes` and `flops` per launch, timed at `tflops`.
 fn timed(version: &str, size: &str, bytes: u64, flops: u64, tflops: f64) -> RunResult {
     let median = flops as f64 / (tflops * 1e6);
-    let samples: Vec<f64> = (0..50)
-        .map(|k| median * (1.0 + ((k * 7 % 11) as f64 / 11.0 - 0.5) * 0.01))
-        .collect();
-    let mut r = RunResult::new(version, size, Status::Ok);
-    (r.bytes, r.flops) = (Some(bytes), Some(flops));
-    r.check = Some(CheckSummary {
-        passed: true,
-        max_abs_error: 0.0,
-        rel_l2_error: 0.0,
-        failure: None,
-    });
-    r.set_timing(summarize(&samples).unwrap(), StopReason::Converged, None);
-    r
+    support::ui_results::passed(version, size, Some(bytes), Some(flops), median)
 }
 
 /// The matmul ladder at 4096³ (its second size): naive, tiled, tensor cores, the tile

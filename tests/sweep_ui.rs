@@ -6,8 +6,7 @@
 mod support;
 
 use kwb::compile::Arch;
-use kwb::report::{CheckSummary, RunResult, Status};
-use kwb::run::stats::{summarize, StopReason};
+use kwb::report::{RunResult, Status};
 use kwb::ui::action::{update, Action};
 use kwb::ui::app::{App, CompareRow, CompareView, GpuState, RowKind, Tab, VersionStatus};
 use kwb::ui::draw::draw;
@@ -41,20 +40,13 @@ fn app_for(workspace: &str) -> App {
 
 /// A passed, timed result of `bytes` at `gbps`.
 fn timed(version: &str, size: &str, bytes: u64, gbps: f64) -> RunResult {
-    let median = bytes as f64 / (gbps * 1e3);
-    let samples: Vec<f64> = (0..50)
-        .map(|k| median * (1.0 + ((k * 7 % 11) as f64 / 11.0 - 0.5) * 0.01))
-        .collect();
-    let mut r = RunResult::new(version, size, Status::Ok);
-    r.bytes = Some(bytes);
-    r.check = Some(CheckSummary {
-        passed: true,
-        max_abs_error: 0.0,
-        rel_l2_error: 0.0,
-        failure: None,
-    });
-    r.set_timing(summarize(&samples).unwrap(), StopReason::Converged, None);
-    r
+    support::ui_results::passed(
+        version,
+        size,
+        Some(bytes),
+        None,
+        bytes as f64 / (gbps * 1e3),
+    )
 }
 
 /// The softmax sweep timed at its three GPU sizes: bandwidth best near 8-16 warps and a

@@ -133,20 +133,7 @@ fn correlated(ptx: &str, line: u32) -> Vec<usize> {
 }
 
 fn device() -> DeviceInfo {
-    DeviceInfo {
-        name: "NVIDIA H100 80GB HBM3".into(),
-        arch: "sm_90".into(),
-        sm_count: 132,
-        l2_bytes: 50 << 20,
-        memory_bytes: 80 << 30,
-        sm_clock_khz: 1_980_000,
-        memory_clock_khz: 2_619_000,
-        theoretical_bandwidth_gbps: 3352.3,
-        measured_copy_gbps: Some(2962.5),
-        stream_kernel_gbps: None,
-        driver_version: 13000,
-        visible_gpus: None,
-    }
+    support::ui_results::h100()
 }
 
 /// GB/s per version (v1..v8) at 1Mi, 16Mi, 256Mi and the odd size.

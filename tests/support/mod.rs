@@ -11,6 +11,7 @@ pub mod tile_diff;
 pub mod tilegen;
 pub mod tmux;
 pub mod triton;
+pub mod ui_results;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
