@@ -540,7 +540,10 @@ fn pointer_dtypes_read_and_compare() {
     let tile_type = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    p = x_ptr + tl.arange(0, BLOCK)\n    tl.store(p, tl.zeros((BLOCK,), dtype=p.type.element_ty))\n";
     let t = errors(tile_type, &[]);
     assert!(
-        t.contains("`.type` of a tile (a block type) is not supported"),
+        // A tile's `.type` is a block type; its `element_ty` is the pointer type, as in Triton.
+        t.contains(
+            "expected a dtype such as `tl.float32`, found the dtype `tl.pointer_type(tl.float32)`"
+        ),
         "{t}"
     );
     assert!(e.contains("k.py:5:18: error: casting a pointer<float32> to `tl.pointer_type(tl.float16)` reinterprets memory as another dtype, which kwb does not support"), "{e}");

@@ -81,6 +81,11 @@ def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 4, tl.full((), lowest(x.dtype), x.dtype).to(tl.float32))
     tl.store(out_ptr + 5, x.dtype.primitive_bitwidth)
     tl.store(out_ptr + 6, x.dtype.is_fp16() + 2 * x.dtype.is_int() + 4 * x.dtype.is_int_unsigned())
+    # A tile's `.type` is a block type: not itself a dtype, its `.scalar` is.
+    if x.type.scalar.is_int() & (not x.type.is_int()) & x.type.is_block():
+        tl.store(out_ptr + 7, x.type.shape[0])
+    else:
+        tl.store(out_ptr + 7, -1)
 "#;
 
 #[test]
@@ -92,10 +97,15 @@ fn dtype_attributes_and_indices_of_extremes() {
         (DType::I8, -128., 8., 2.),
         (DType::I32, -2147483648., 32., 2.),
     ] {
-        let args = [buf(d, &x), buf(DType::F32, &[0.0; 7])];
+        let args = [buf(d, &x), buf(DType::F32, &[0.0; 8])];
         let out = interp(DTYPE_ATTRS, &[("BLOCK", int(8))], 1, &args).unwrap();
         // The first index of each extreme, as Triton's tie-break-left.
-        assert_eq!(out[1], [7., 2., -2., 1., lowest, bits, flags], "{d:?}");
+        let ints = if d.is_float() { -1. } else { 8. };
+        assert_eq!(
+            out[1],
+            [7., 2., -2., 1., lowest, bits, flags, ints],
+            "{d:?}"
+        );
     }
 }
 
@@ -104,9 +114,54 @@ fn dtype_attributes_agree_with_the_emulator() {
     for dtype in ["f32", "i32"] {
         let bufs = [
             EmuBuf("x", dtype, 32, true, "{uniform: [-9, 9]}"),
-            EmuBuf("out", "f32", 7, true, "zeros"),
+            EmuBuf("out", "f32", 8, true, "zeros"),
         ];
         // Bit for bit: the lowest float is -inf, which a tolerance cannot compare.
         super::emulator_check(DTYPE_ATTRS, "BLOCK: 32", 1, &bufs, "x, out", None);
     }
+}
+
+const DIV_LOGIC: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    q = tl.fdiv(x, y)
+    both = (x > 0).to(tl.int1).logical_and(y > 1)
+    either = (x > 0).logical_or(y > 1)
+    tl.store(out_ptr + offs, q + both.to(tl.float32) * 10 + either.to(tl.float32) * 100)
+"#;
+
+/// `tl.fdiv` is Triton's `/`; `.logical_and`/`.logical_or` take bools.
+#[test]
+fn fdiv_and_logical_methods() {
+    let args = [
+        buf(DType::F32, &[1., -2., 3., -4.]),
+        buf(DType::F32, &[2., 4., 0.5, 8.]),
+        buf(DType::F32, &[0.0; 4]),
+    ];
+    let out = interp(DIV_LOGIC, &[("BLOCK", int(4))], 1, &args).unwrap();
+    assert_eq!(out[2], [110.5, 99.5, 106., 99.5]);
+    let bufs = [
+        EmuBuf("x", "f32", 64, true, "{uniform: [-4, 4]}"),
+        EmuBuf("y", "f32", 64, true, "{uniform: [0.5, 3]}"),
+        EmuBuf("out", "f32", 64, true, "zeros"),
+    ];
+    super::emulator_check(DIV_LOGIC, "BLOCK: 64", 2, &bufs, "x, y, out", None);
+    let ints = DIV_LOGIC.replace("tl.fdiv(x, y)", "tl.fdiv(x.to(tl.int32), y)");
+    let e = interp(&ints, &[("BLOCK", int(4))], 1, &args).unwrap_err();
+    assert!(
+        e.contains("both operands of `tl.fdiv` must be floats"),
+        "{e}"
+    );
+    let bytes = DIV_LOGIC.replace("(x > 0).logical_or", "(x > 0).to(tl.int8).logical_or");
+    let e = interp(&bytes, &[("BLOCK", int(4))], 1, &args).unwrap_err();
+    assert!(
+        e.contains("`.logical_or` needs bools (int1) on both sides"),
+        "{e}"
+    );
 }

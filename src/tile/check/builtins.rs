@@ -196,6 +196,65 @@ impl Ck<'_> {
                 let t = self.binary(BinaryOp::Sub, t, Val::Int(1), span);
                 self.binary(BinaryOp::FloorDiv, t, d, span)
             }
+            "logical_and" | "logical_or" => {
+                // Triton's tensor methods: both sides bools (it bitcasts any other dtype to
+                // int1, which fails for every dtype wider than one bit).
+                let Some(s) = self.bind(name, a, &["input", "other"], 2) else {
+                    return Val::Poison;
+                };
+                for i in [0, 1] {
+                    let v = Self::val(&s, i);
+                    let ok = match &v {
+                        Val::Bool(_) => true,
+                        Val::Var(x) => self.scalar_of(*x) == Some(Scalar::I1),
+                        _ => false,
+                    };
+                    if !ok {
+                        let msg = format!(
+                            "`.{name}` needs bools (int1) on both sides, found {}; Triton cannot bitcast it to int1 (compare it with 0, or `.to(tl.int1)`)",
+                            self.show(&v)
+                        );
+                        return self.error(Self::span_of(&s, i, span), msg);
+                    }
+                }
+                let op = if name == "logical_and" {
+                    BinaryOp::BitAnd
+                } else {
+                    BinaryOp::BitOr
+                };
+                let (x, y) = (Self::val(&s, 0), Self::val(&s, 1));
+                self.binary(op, x, y, span)
+            }
+            "fdiv" => {
+                // Triton's `x / y` of floats: both must be floats; kwb has neither of the
+                // other roundings.
+                let Some(s) = self.bind(name, a, &["x", "y", "ieee_rounding", "approx"], 2) else {
+                    return Val::Poison;
+                };
+                for i in [2, 3] {
+                    if Self::val(&s, i).truthy() == Some(true) {
+                        let what = if i == 2 { "ieee_rounding" } else { "approx" };
+                        let msg = format!("`tl.fdiv(..., {what}=True)` is not supported; `x / y` is Triton's default division");
+                        return self.error(Self::span_of(&s, i, span), msg);
+                    }
+                }
+                for i in [0, 1] {
+                    let float = match Self::val(&s, i) {
+                        Val::Float(_) => true,
+                        Val::Var(v) => self.scalar_of(v).is_some_and(Scalar::is_float),
+                        _ => false,
+                    };
+                    if !float {
+                        let msg = format!(
+                            "both operands of `tl.fdiv` must be floats, found {}",
+                            self.show(&Self::val(&s, i))
+                        );
+                        return self.error(Self::span_of(&s, i, span), msg);
+                    }
+                }
+                let (x, y) = (Self::val(&s, 0), Self::val(&s, 1));
+                self.binary(BinaryOp::Div, x, y, span)
+            }
             "next_power_of_2" => {
                 let Some(s) = self.bind(name, a, &["n"], 1) else {
                     return Val::Poison;

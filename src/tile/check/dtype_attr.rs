@@ -5,7 +5,7 @@
 //! standard ones.
 
 use super::value::Val;
-use crate::tile::ir::Scalar;
+use crate::tile::ir::{Elem, Scalar};
 
 /// What a dtype is, for its attributes: a scalar, an 8-bit float by name, or a pointer.
 #[derive(Clone, Copy)]
@@ -13,6 +13,8 @@ enum Kind {
     Scalar(Scalar),
     Fp8(&'static str),
     Ptr,
+    /// A block type (a tile's `.type`): Triton's predicates on it are false but `is_block()`.
+    Block,
 }
 
 fn kind(v: &Val) -> Option<Kind> {
@@ -20,6 +22,7 @@ fn kind(v: &Val) -> Option<Kind> {
         Val::DType(s) => Some(Kind::Scalar(*s)),
         Val::Fp8(n) => Some(Kind::Fp8(n)),
         Val::PtrType(_) => Some(Kind::Ptr),
+        Val::BlockType(..) => Some(Kind::Block),
         _ => None,
     }
 }
@@ -62,6 +65,21 @@ pub(super) const PREDICATES: &[&str] = &[
 /// not a dtype or has no such attribute.
 pub(super) fn attr(v: &Val, attr: &str) -> Option<Val> {
     let k = kind(v)?;
+    if let Val::BlockType(elem, shape) = v {
+        let element = match elem {
+            Elem::Scalar(s) => Val::DType(*s),
+            Elem::Ptr(s) => Val::PtrType(*s),
+        };
+        return match attr {
+            "scalar" | "element_ty" => Some(element),
+            "shape" => Some(Val::Tuple(
+                shape.iter().map(|&d| Val::Int(i64::from(d))).collect(),
+            )),
+            _ => (PREDICATES.iter())
+                .find(|&&q| q == attr)
+                .map(|&q| Val::Bound(Box::new(v.clone()), q)),
+        };
+    }
     if let Some(&p) = PREDICATES.iter().find(|&&p| p == attr) {
         return Some(Val::Bound(Box::new(v.clone()), p));
     }
@@ -69,7 +87,7 @@ pub(super) fn attr(v: &Val, attr: &str) -> Option<Val> {
         Kind::Scalar(Scalar::I1) => 1,
         Kind::Scalar(s) => 8 * i64::from(s.size()),
         Kind::Fp8(_) => 8,
-        Kind::Ptr => 64,
+        Kind::Ptr | Kind::Block => 64,
     };
     match (attr, k) {
         ("primitive_bitwidth", k) => Some(Val::Int(bits(k))),
@@ -92,6 +110,9 @@ pub(super) fn attr(v: &Val, attr: &str) -> Option<Val> {
 /// The value of predicate `name` (one of [`PREDICATES`]) for the dtype `v`.
 pub(super) fn predicate(v: &Val, name: &str) -> Option<bool> {
     let k = kind(v)?;
+    if matches!(k, Kind::Block) {
+        return Some(name == "is_block");
+    }
     let fp8 = |want: &str| matches!(k, Kind::Fp8(n) if n == want);
     let is = |s: Scalar| matches!(k, Kind::Scalar(x) if x == s);
     let signed = matches!(k, Kind::Scalar(s) if s.is_signed_int());

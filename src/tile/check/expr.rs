@@ -242,10 +242,7 @@ impl Ck<'_> {
                     Elem::Scalar(s) => Val::DType(s),
                     Elem::Ptr(s) => Val::PtrType(s),
                 },
-                "type" => self.error(
-                    span,
-                    "`.type` of a tile (a block type) is not supported; use `.dtype`",
-                ),
+                "type" => Val::BlockType(self.ty(x).elem, self.ty(x).shape.clone()),
                 "shape" => Val::Tuple(
                     self.ty(x)
                         .shape
@@ -272,7 +269,7 @@ impl Ck<'_> {
                 },
             },
             Val::PtrType(s) if attr == "element_ty" => Val::DType(s),
-            ref dt @ (Val::DType(_) | Val::Fp8(_) | Val::PtrType(_)) => {
+            ref dt @ (Val::DType(_) | Val::Fp8(_) | Val::PtrType(_) | Val::BlockType(..)) => {
                 match super::dtype_attr::attr(dt, attr) {
                     Some(v) => v,
                     None => {

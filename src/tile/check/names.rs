@@ -16,6 +16,7 @@ pub(super) const TL_FUNCS: &[&str] = &[
     "load",
     "store",
     "cdiv",
+    "fdiv",
     "where",
     "maximum",
     "minimum",
@@ -136,6 +137,7 @@ pub(super) const FP8: &[&str] = &[
 
 /// `tl.math.*` and `libdevice.*`, as `(name, canonical)`.
 const MATH: &[(&str, &str)] = &[
+    ("fdiv", "fdiv"),
     ("exp", "exp"),
     ("exp2", "exp2"),
     ("log", "log"),
@@ -209,6 +211,8 @@ pub(super) const METHODS: &[(&str, &str)] = &[
     ("tanh", "tanh"),
     ("floor", "floor"),
     ("ceil", "ceil"),
+    ("logical_and", "logical_and"),
+    ("logical_or", "logical_or"),
 ];
 
 pub(super) fn python_builtin(name: &str) -> Option<Val> {

@@ -21,6 +21,9 @@ pub(super) enum Val {
     Fp8(&'static str),
     /// A pointer type: `tl.pointer_type(tl.float16)`, or a pointer's `.dtype`.
     PtrType(Scalar),
+    /// A tile's `.type`, Triton's block type: its element type (`.scalar`, `.element_ty`)
+    /// and shape. It is not a dtype: `x.type.is_floating()` is false, as in Triton.
+    BlockType(Elem, Vec<u32>),
     /// A runtime value (scalar or tile) in an IR variable.
     Var(VarId),
     Tuple(Vec<Val>),
@@ -83,6 +86,7 @@ impl Val {
             Val::DType(s) => format!("the dtype `tl.{}`", s.triton_name()),
             Val::Fp8(n) => format!("the dtype `tl.{n}` (kwb does not compute in 8-bit floats)"),
             Val::PtrType(s) => format!("the dtype `tl.pointer_type(tl.{})`", s.triton_name()),
+            Val::BlockType(_, shape) => format!("a block type of shape {}", show_shape(shape)),
             Val::Var(_) => "a runtime value".to_string(),
             Val::Tuple(_) => "a tuple".to_string(),
             Val::Module(m) => format!("the module `{m}`"),
