@@ -165,3 +165,30 @@ fn fdiv_and_logical_methods() {
         "{e}"
     );
 }
+
+const MATH_CONSTANTS: &str = r#"
+import math
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.where(x > math.e, x * math.pi, -math.inf))
+"#;
+
+/// Python's `math` constants fold inside a kernel, as any global does in Triton; its
+/// functions are an error that says so.
+#[test]
+fn math_constants_fold() {
+    let args = [buf(DType::F32, &[1., 3.]), buf(DType::F32, &[0.0; 2])];
+    let out = interp(MATH_CONSTANTS, &[("BLOCK", int(2))], 1, &args).unwrap();
+    assert_eq!(
+        out[1],
+        [f64::NEG_INFINITY, f64::from(3.0f32 * std::f32::consts::PI)]
+    );
+    let sqrt = MATH_CONSTANTS.replace("x * math.pi", "x * math.sqrt(2.0)");
+    let e = interp(&sqrt, &[("BLOCK", int(2))], 1, &args).unwrap_err();
+    assert!(e.contains("only the constants of Python's `math`"), "{e}");
+}

@@ -182,7 +182,12 @@ impl Ck<'_> {
                 Some(v) => v,
                 None => {
                     let written = self.text(base_expr.span).to_string();
-                    let msg = if !names::is_kernel_module(&m) {
+                    let msg = if m == "math" {
+                        format!(
+                            "`{written}.{attr}`: only the constants of Python's `math` \
+                             (pi, e, tau, inf, nan) can be used inside a kernel"
+                        )
+                    } else if !names::is_kernel_module(&m) {
                         format!("the module `{written}` cannot be used inside a kernel")
                     } else {
                         match names::suggest(attr, names::module_names(&m)) {

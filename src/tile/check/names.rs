@@ -291,6 +291,15 @@ pub(super) fn module_attr(m: &str, attr: &str) -> Option<Val> {
             _ => None,
         },
         "tl.random" => RANDOM.iter().find(|n| **n == attr).map(|n| Val::Builtin(n)),
+        // Python's `math` module: its constants, which Triton folds as any global's.
+        "math" => match attr {
+            "pi" => Some(Val::Float(std::f64::consts::PI)),
+            "e" => Some(Val::Float(std::f64::consts::E)),
+            "tau" => Some(Val::Float(std::f64::consts::TAU)),
+            "inf" => Some(Val::Float(f64::INFINITY)),
+            "nan" => Some(Val::Float(f64::NAN)),
+            _ => None,
+        },
         "tl.PropagateNan" => match attr {
             "NONE" => Some(Val::Int(0)),
             "ALL" => Some(Val::Int(super::standard::PROPAGATE_ALL)),
