@@ -667,9 +667,10 @@ def _l2_read(buffer, sink):
     next kernel starts with a cold L2 of clean lines; a torch reduction here could be a
     library's kernel (see clones_of). Its launches pass the hook (`_tls.busy`)."""
     if not _L2_READ:
-        import triton
-        import triton.language as tl
-        globals().update(triton=triton, tl=tl)  # the kernel's globals are this module's
+        # Module globals, not locals: the kernel's names are looked up in this module's
+        # globals, and a local here would make them closure variables of the kernel instead.
+        globals().update(triton=importlib.import_module("triton"),
+                         tl=importlib.import_module("triton.language"))
 
         @triton.jit
         def _kwb_l2_read(src, out, n, BLOCK: tl.constexpr):
